@@ -7,10 +7,10 @@ import (
 	"math/big"
 	"strings"
 
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
