@@ -29,7 +29,7 @@ const APIPath = "/apis/" + v1alpha1.Group + "/" + v1alpha1.Version
 
 // Content types the API speaks.
 const (
-	ContentTypeJSON      = "application/json"
+	ContentTypeJSON       = "application/json"
 	ContentTypeMergePatch = "application/merge-patch+json"
 )
 
