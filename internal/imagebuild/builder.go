@@ -1,0 +1,302 @@
+package imagebuild
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// Labels stamped on every image the Builder builds.
+const (
+	// LabelHarness names the harness an image is for.
+	LabelHarness = "aicli.dev/harness"
+	// LabelHash holds the full content hash the tag abbreviates.
+	LabelHash = "aicli.dev/image-hash"
+	// LabelManagedBy marks images this package built (value ManagedBy), so pruning never touches others.
+	LabelManagedBy = "aicli.dev/managed-by"
+	// ManagedBy is the LabelManagedBy value.
+	ManagedBy = "aicli-imagebuild"
+)
+
+// RepoPrefix starts every image repository name: the image for harness h is RepoPrefix+h.
+const RepoPrefix = "aicli-guest-"
+
+// hashLen is how many hex digits of the content hash go into the tag.
+const hashLen = 12
+
+// ImageAPI is the part of the Engine API client the Builder uses; *client.Client satisfies it.
+type ImageAPI interface {
+	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)
+	ImageInspect(ctx context.Context, imageID string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageList(ctx context.Context, options image.ListOptions) ([]image.Summary, error)
+	ImageRemove(ctx context.Context, imageID string, options image.RemoveOptions) ([]image.DeleteResponse, error)
+}
+
+// Builder ensures guest images exist, building them on demand. It never pulls: the definitions build FROM scratch
+// or from a locally present base. Safe for concurrent use; concurrent Ensure calls for the same content share one
+// build.
+type Builder struct {
+	// Docker is the engine client.
+	Docker ImageAPI
+	// Defs holds one directory per harness (see package images).
+	Defs fs.FS
+	// ArtifactDir holds the static binaries the Dockerfiles copy (aicli-guest, aicli-fake-cli, …); empty means the
+	// directory of the running executable.
+	ArtifactDir string
+	// Logger receives build progress and results; nil means slog.Default().
+	Logger *slog.Logger
+	// PruneOld removes older images of the same harness (by label) after a successful build; images still used
+	// by a container are kept.
+	PruneOld bool
+
+	mu       sync.Mutex
+	inflight map[string]*call // by tag
+}
+
+// call is one shared build.
+type call struct {
+	done      chan struct{}
+	err       error
+	listeners []func(string)
+	lmu       sync.Mutex
+}
+
+func (c *call) progress(line string) {
+	c.lmu.Lock()
+	ls := slices.Clone(c.listeners)
+	c.lmu.Unlock()
+	for _, l := range ls {
+		l(line)
+	}
+}
+
+// Harnesses lists the harnesses the definitions provide: every top-level directory holding a Dockerfile.
+func (b *Builder) Harnesses() ([]string, error) {
+	entries, err := fs.ReadDir(b.Defs, ".")
+	if err != nil {
+		return nil, fmt.Errorf("image definitions: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := fs.Stat(b.Defs, e.Name()+"/Dockerfile"); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// Ref returns the image reference Ensure would use for harness with the current definition and artifacts, without
+// touching the engine.
+func (b *Builder) Ref(harness string) (string, error) {
+	bc, err := b.context(harness)
+	if err != nil {
+		return "", err
+	}
+	return tagFor(harness, bc.hash), nil
+}
+
+func tagFor(harness, hash string) string { return RepoPrefix + harness + ":" + hash[:hashLen] }
+
+func (b *Builder) context(harness string) (*buildContext, error) {
+	if harness == "" || strings.ContainsAny(harness, "/\\.") {
+		return nil, fmt.Errorf("imagebuild: bad harness name %q", harness)
+	}
+	if _, err := fs.Stat(b.Defs, harness+"/Dockerfile"); err != nil {
+		known, _ := b.Harnesses()
+		return nil, fmt.Errorf("imagebuild: no image definition for harness %q (known: %s): %w",
+			harness, strings.Join(known, ", "), err)
+	}
+	dir, err := b.artifactDir()
+	if err != nil {
+		return nil, err
+	}
+	return assemble(b.Defs, harness, dir)
+}
+
+func (b *Builder) artifactDir() (string, error) {
+	if b.ArtifactDir != "" {
+		return b.ArtifactDir, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("imagebuild: locate artifact dir: %w", err)
+	}
+	return filepath.Dir(exe), nil
+}
+
+// Ensure returns a reference to an image for harness built from the current definition and artifacts, building
+// it if no image with that content-hash tag exists. progress (may be nil) receives build output lines.
+func (b *Builder) Ensure(ctx context.Context, harness string, progress func(string)) (string, error) {
+	bc, err := b.context(harness)
+	if err != nil {
+		return "", err
+	}
+	tag := tagFor(harness, bc.hash)
+	if _, err := b.Docker.ImageInspect(ctx, tag); err == nil {
+		return tag, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("imagebuild: inspect %s: %w", tag, err)
+	}
+
+	b.mu.Lock()
+	if b.inflight == nil {
+		b.inflight = map[string]*call{}
+	}
+	c, shared := b.inflight[tag]
+	if !shared {
+		c = &call{done: make(chan struct{})}
+		b.inflight[tag] = c
+	}
+	if progress != nil {
+		c.lmu.Lock()
+		c.listeners = append(c.listeners, progress)
+		c.lmu.Unlock()
+	}
+	b.mu.Unlock()
+
+	if !shared {
+		// The build runs detached from any one caller's ctx: a caller giving up must not fail the others.
+		go func() {
+			c.err = b.build(context.WithoutCancel(ctx), harness, tag, bc, c.progress)
+			b.mu.Lock()
+			delete(b.inflight, tag)
+			b.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	select {
+	case <-c.done:
+		if c.err != nil {
+			return "", c.err
+		}
+		return tag, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("imagebuild: waiting for %s: %w", tag, ctx.Err())
+	}
+}
+
+func (b *Builder) build(ctx context.Context, harness, tag string, bc *buildContext, progress func(string)) error {
+	log := b.logger().With("harness", harness, "tag", tag)
+	log.Info("building guest image")
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(bc.writeTar(pw)) }()
+	defer pr.Close()
+	resp, err := b.Docker.ImageBuild(ctx, pr, build.ImageBuildOptions{
+		Tags:        []string{tag},
+		Dockerfile:  "Dockerfile",
+		Version:     build.BuilderV1,
+		PullParent:  false,
+		Remove:      true,
+		ForceRemove: true,
+		Labels: map[string]string{
+			LabelHarness:   harness,
+			LabelHash:      bc.hash,
+			LabelManagedBy: ManagedBy,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("imagebuild: build %s: %w", tag, err)
+	}
+	defer resp.Body.Close()
+	if err := readBuildStream(resp.Body, func(line string) {
+		log.Debug("build", "line", line)
+		progress(line)
+	}); err != nil {
+		return fmt.Errorf("imagebuild: build %s: %w", tag, err)
+	}
+	if _, err := b.Docker.ImageInspect(ctx, tag); err != nil {
+		return fmt.Errorf("imagebuild: build %s finished but the tag is missing: %w", tag, err)
+	}
+	log.Info("built guest image")
+	if b.PruneOld {
+		b.prune(ctx, harness, bc.hash, log)
+	}
+	return nil
+}
+
+// buildMessage is one message of the engine's build output stream (the subset this package reads).
+type buildMessage struct {
+	Stream      string `json:"stream"`
+	Status      string `json:"status"`
+	Error       string `json:"error"`
+	ErrorDetail *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+}
+
+// readBuildStream decodes the engine's JSON message stream, forwarding each output line, and returns the first
+// error message the stream carries.
+func readBuildStream(r io.Reader, line func(string)) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m buildMessage
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read build output: %w", err)
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			return errors.New(strings.TrimSpace(m.ErrorDetail.Message))
+		}
+		if m.Error != "" {
+			return errors.New(strings.TrimSpace(m.Error))
+		}
+		for _, s := range []string{m.Stream, m.Status} {
+			for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					line(l)
+				}
+			}
+		}
+	}
+}
+
+// prune removes this package's images of harness whose hash differs from keep. Failures (typically an image in
+// use by a container) are logged and skipped.
+func (b *Builder) prune(ctx context.Context, harness, keep string, log *slog.Logger) {
+	imgs, err := b.Docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", LabelManagedBy+"="+ManagedBy),
+		filters.Arg("label", LabelHarness+"="+harness),
+	)})
+	if err != nil {
+		log.Warn("prune: list images", "err", err)
+		return
+	}
+	for _, img := range imgs {
+		if img.Labels[LabelHash] == keep {
+			continue
+		}
+		for _, t := range img.RepoTags {
+			if _, err := b.Docker.ImageRemove(ctx, t, image.RemoveOptions{PruneChildren: true}); err != nil {
+				log.Info("prune: keeping old image", "image", t, "reason", err)
+				continue
+			}
+			log.Info("pruned old guest image", "image", t)
+		}
+	}
+}
+
+func (b *Builder) logger() *slog.Logger {
+	if b.Logger != nil {
+		return b.Logger
+	}
+	return slog.Default()
+}
