@@ -1,0 +1,91 @@
+package sidechannel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"aicli.dev/aicli/guest/sidechannel/wire"
+)
+
+// Bootstrap environment variable names. The supervisor sets all four on a guest container; the guest daemon
+// reads them with BootstrapFromEnv.
+const (
+	// EnvSocket is the side-channel socket path as seen inside the container.
+	EnvSocket = "AICLI_SUPERVISOR_SOCKET"
+	// EnvFingerprint is the supervisor's pinned key fingerprint ("sha256:<hex>").
+	EnvFingerprint = "AICLI_SUPERVISOR_FINGERPRINT"
+	// EnvConversationID is the conversation this container runs.
+	EnvConversationID = "AICLI_CONVERSATION_ID"
+	// EnvLaunchToken is the single-use launch token; BootstrapFromEnv removes it from the environment.
+	EnvLaunchToken = "AICLI_LAUNCH_TOKEN"
+)
+
+// Bootstrap is what a guest needs to dial its supervisor.
+type Bootstrap struct {
+	// SocketPath is the unix socket to dial (normally /run/aicli/gw.sock).
+	SocketPath string
+	// SupervisorFingerprint pins the supervisor's key; any other server is refused.
+	SupervisorFingerprint string
+	// ConversationID is presented in the hello.
+	ConversationID string
+	// LaunchToken is presented once, in the first hello.
+	LaunchToken string
+}
+
+// Validate checks that every field is present and well-formed.
+func (b Bootstrap) Validate() error {
+	var errs []error
+	if b.SocketPath == "" {
+		errs = append(errs, fmt.Errorf("%s: socket path is empty", EnvSocket))
+	}
+	if !wire.ValidFingerprint(b.SupervisorFingerprint) {
+		errs = append(errs, fmt.Errorf("%s: want %s<64 lower-case hex digits>", EnvFingerprint, wire.FingerprintPrefix))
+	}
+	if b.ConversationID == "" {
+		errs = append(errs, fmt.Errorf("%s: conversation id is empty", EnvConversationID))
+	}
+	if b.LaunchToken == "" {
+		errs = append(errs, fmt.Errorf("%s: launch token is empty", EnvLaunchToken))
+	}
+	return errors.Join(errs...)
+}
+
+// BootstrapFromEnv reads the bootstrap variables. ok is false (and err nil) when none is set: the guest then runs
+// unsupervised. A partial or malformed set is an error. In every case where the launch token variable was set it
+// is removed from the process environment, so children (the AI CLI) never inherit it.
+func BootstrapFromEnv() (b Bootstrap, ok bool, err error) {
+	names := []string{EnvSocket, EnvFingerprint, EnvConversationID, EnvLaunchToken}
+	vals := make(map[string]string, len(names))
+	var missing []string
+	for _, n := range names {
+		v, set := os.LookupEnv(n)
+		if set {
+			vals[n] = strings.TrimSpace(v)
+		} else {
+			missing = append(missing, n)
+		}
+	}
+	if _, set := os.LookupEnv(EnvLaunchToken); set {
+		if err := os.Unsetenv(EnvLaunchToken); err != nil {
+			return Bootstrap{}, false, fmt.Errorf("scrub %s: %w", EnvLaunchToken, err)
+		}
+	}
+	if len(vals) == 0 {
+		return Bootstrap{}, false, nil
+	}
+	if len(missing) > 0 {
+		return Bootstrap{}, false, fmt.Errorf("side-channel bootstrap is partial: missing %s", strings.Join(missing, ", "))
+	}
+	b = Bootstrap{
+		SocketPath:            vals[EnvSocket],
+		SupervisorFingerprint: vals[EnvFingerprint],
+		ConversationID:        vals[EnvConversationID],
+		LaunchToken:           vals[EnvLaunchToken],
+	}
+	if err := b.Validate(); err != nil {
+		return Bootstrap{}, false, fmt.Errorf("side-channel bootstrap: %w", err)
+	}
+	return b, true, nil
+}
