@@ -23,10 +23,13 @@ type encoder struct {
 	buf []byte
 }
 
-func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf[:0], v); _, _ = e.w.Write(e.buf) }
-func (e *encoder) varint(v int64)   { e.buf = binary.AppendVarint(e.buf[:0], v); _, _ = e.w.Write(e.buf) }
-func (e *encoder) bytes(b []byte)   { e.uvarint(uint64(len(b))); _, _ = e.w.Write(b) }
-func (e *encoder) str(s string)     { e.uvarint(uint64(len(s))); _, _ = e.w.WriteString(s) }
+func (e *encoder) uvarint(v uint64) {
+	e.buf = binary.AppendUvarint(e.buf[:0], v)
+	_, _ = e.w.Write(e.buf)
+}
+func (e *encoder) varint(v int64) { e.buf = binary.AppendVarint(e.buf[:0], v); _, _ = e.w.Write(e.buf) }
+func (e *encoder) bytes(b []byte) { e.uvarint(uint64(len(b))); _, _ = e.w.Write(b) }
+func (e *encoder) str(s string)   { e.uvarint(uint64(len(s))); _, _ = e.w.WriteString(s) }
 func (e *encoder) bool(b bool) {
 	if b {
 		_ = e.w.WriteByte(1)

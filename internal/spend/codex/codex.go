@@ -85,8 +85,12 @@ type raw struct {
 	Out    int64 `json:"o"`
 }
 
-func (r raw) covers(p raw) bool { return r.In >= p.In && r.Cached >= p.Cached && r.Write >= p.Write && r.Out >= p.Out }
-func (r raw) sub(p raw) raw     { return raw{r.In - p.In, r.Cached - p.Cached, r.Write - p.Write, r.Out - p.Out} }
+func (r raw) covers(p raw) bool {
+	return r.In >= p.In && r.Cached >= p.Cached && r.Write >= p.Write && r.Out >= p.Out
+}
+func (r raw) sub(p raw) raw {
+	return raw{r.In - p.In, r.Cached - p.Cached, r.Write - p.Write, r.Out - p.Out}
+}
 
 // fork phases
 const (
