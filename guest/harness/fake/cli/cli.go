@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/term"
+
+	"aicli.dev/aicli/guest/harness/fake/sessionstore"
+)
+
+// DelayEnv overrides the default reply delay (a Go duration, e.g. "0s").
+const DelayEnv = "AICLI_FAKE_DELAY"
+
+// Script markers recognised in messages.
+const (
+	MarkAsk   = "!ask"   // show a y/n permission prompt before answering
+	MarkSlow  = "!slow"  // stay busy for SlowDelay
+	MarkCrash = "!crash" // exit with code 3
+	MarkSpawn = "!spawn" // start a grandchild process that sleeps forever
+	MarkRead  = "!read"  // "!read <path>": try to read a file and report the result
+	MarkID    = "!id"    // report uid and gid
+)
+
+// SlowDelay is how long a "!slow" turn stays busy.
+const SlowDelay = 3 * time.Second
+
+// Screen cues the harness adapter matches on.
+const (
+	PromptPrefix   = "> "
+	FooterHint     = "? for shortcuts"
+	BusyHint       = "esc to interrupt"
+	PermissionAsk  = "Do you want to proceed? (y/n)"
+	ReplyPrefixFmt = "fake[turn %d]: "
+)
+
+// config holds the parsed flags.
+type config struct {
+	sessionID    string
+	resume       string
+	model        string
+	delay        time.Duration
+	altScreen    bool
+	probe        bool
+	quotaMax     int
+	sleepForever bool
+}
+
+// Main runs the fake CLI and returns its exit code.
+func Main(args []string, stdin, stdout *os.File, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if cfg.sleepForever {
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	s, err := newSession(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "fake-cli: %v\n", err)
+		return 1
+	}
+	if term.IsTerminal(int(stdin.Fd())) {
+		return runTUI(s, stdin, stdout)
+	}
+	return runLines(s, stdin, stdout)
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("aicli-fake-cli", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	defDelay := 200 * time.Millisecond
+	if v := os.Getenv(DelayEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fmt.Fprintf(stderr, "fake-cli: bad %s: %v\n", DelayEnv, err)
+			return cfg, fmt.Errorf("parse %s: %w", DelayEnv, err)
+		}
+		defDelay = d
+	}
+	fs.StringVar(&cfg.sessionID, "session-id", "", "pre-assigned session id")
+	fs.StringVar(&cfg.resume, "resume", "", "resume the session with this id")
+	fs.StringVar(&cfg.model, "model", "fake-model", "model name recorded in the session store")
+	fs.DurationVar(&cfg.delay, "delay", defDelay, "reply delay per turn (env "+DelayEnv+")")
+	fs.BoolVar(&cfg.altScreen, "alt-screen", false, "draw on the alternate screen")
+	fs.BoolVar(&cfg.probe, "probe-terminal", false, "query cursor position and device attributes at start")
+	fs.IntVar(&cfg.quotaMax, "quota-max", 0, "show a token quota line with this maximum")
+	fs.BoolVar(&cfg.sleepForever, "sleep-forever", false, "internal: sleep forever (used by !spawn)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, fmt.Errorf("parse flags: %w", err)
+	}
+	if cfg.sessionID != "" && cfg.resume != "" {
+		fmt.Fprintln(stderr, "fake-cli: --session-id and --resume are exclusive")
+		return cfg, errors.New("exclusive flags")
+	}
+	return cfg, nil
+}
+
+// session is the conversation state shared by both front ends.
+type session struct {
+	cfg       config
+	id        string
+	storePath string
+	cwd       string
+	turn      int
+	lastUUID  string
+	usedToks  int
+	restored  []string // history lines restored on resume
+	mu        sync.Mutex
+	children  []*exec.Cmd
+}
+
+func newSession(cfg config) (*session, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("home: %w", err)
+	}
+	cwd, _ := os.Getwd()
+	s := &session{cfg: cfg, cwd: cwd}
+	switch {
+	case cfg.resume != "":
+		s.id = cfg.resume
+		s.storePath = sessionstore.Path(home, s.id)
+		recs, err := sessionstore.ReadFile(s.storePath)
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: %w", s.id, err)
+		}
+		for _, r := range recs {
+			s.lastUUID = r.UUID
+			if r.Turn > s.turn {
+				s.turn = r.Turn
+			}
+			switch r.Type {
+			case "user":
+				s.restored = append(s.restored, "user: "+r.Text())
+			case "assistant":
+				s.restored = append(s.restored, r.Text())
+				if r.Message.Usage != nil {
+					s.usedToks += r.Message.Usage.InputTokens + r.Message.Usage.OutputTokens
+				}
+			}
+		}
+		s.restored = append(s.restored, fmt.Sprintf("resumed session %s at turn %d", s.id, s.turn))
+	case cfg.sessionID != "":
+		if _, err := uuid.Parse(cfg.sessionID); err != nil {
+			return nil, fmt.Errorf("session id %q is not a uuid: %w", cfg.sessionID, err)
+		}
+		s.id = cfg.sessionID
+		s.storePath = sessionstore.Path(home, s.id)
+	default:
+		s.id = uuid.NewString()
+		s.storePath = sessionstore.Path(home, s.id)
+	}
+	return s, nil
+}
+
+// userTurn records the user message and returns the turn number.
+func (s *session) userTurn(text string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turn++
+	id := uuid.NewString()
+	rec := sessionstore.Record{
+		Type: "user", UUID: id, ParentUUID: s.lastUUID, SessionID: s.id, Timestamp: time.Now().UTC(),
+		Cwd: s.cwd, Turn: s.turn,
+		Message: sessionstore.Message{Role: "user", Content: []sessionstore.Content{{Type: "text", Text: text}}},
+	}
+	s.lastUUID = id
+	return s.turn, sessionstore.Append(s.storePath, rec)
+}
+
+// assistantTurn records the reply of turn.
+func (s *session) assistantTurn(turn int, prompt, reply string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := uuid.NewString()
+	usage := &sessionstore.Usage{
+		InputTokens: len(prompt)/4 + 1, OutputTokens: len(reply)/4 + 1, CacheReadInputTokens: 10 * turn,
+	}
+	s.usedToks += usage.InputTokens + usage.OutputTokens
+	rec := sessionstore.Record{
+		Type: "assistant", UUID: id, ParentUUID: s.lastUUID, SessionID: s.id, Timestamp: time.Now().UTC(),
+		Cwd: s.cwd, Turn: turn, RequestID: "req_fake_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20],
+		Message: sessionstore.Message{
+			ID: "msg_fake_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20], Type: "message",
+			Role: "assistant", Model: s.cfg.model,
+			Content: []sessionstore.Content{{Type: "text", Text: reply}}, Usage: usage,
+		},
+	}
+	s.lastUUID = id
+	return sessionstore.Append(s.storePath, rec)
+}
+
+// quotaLine is the footer quota text, empty without --quota-max.
+func (s *session) quotaLine() string {
+	if s.cfg.quotaMax <= 0 {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("quota tokens %d/%d (5h)", s.usedToks, s.cfg.quotaMax)
+}
+
+// sideEffects runs the scripted markers that produce extra output lines.
+func (s *session) sideEffects(text string) []string {
+	var out []string
+	if strings.Contains(text, MarkSpawn) {
+		out = append(out, s.spawn())
+	}
+	if i := strings.Index(text, MarkRead+" "); i >= 0 {
+		path := strings.Fields(text[i+len(MarkRead)+1:])
+		if len(path) > 0 {
+			b, err := os.ReadFile(filepath.Clean(path[0]))
+			if err != nil {
+				out = append(out, fmt.Sprintf("read %s: error: %v", path[0], err))
+			} else {
+				out = append(out, fmt.Sprintf("read %s: ok %d bytes", path[0], len(b)))
+			}
+		}
+	}
+	if strings.Contains(text, MarkID) {
+		out = append(out, fmt.Sprintf("id: uid=%d gid=%d pid=%d pgid=%d", os.Getuid(), os.Getgid(),
+			os.Getpid(), syscall.Getpgrp()))
+	}
+	return out
+}
+
+func (s *session) spawn() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Sprintf("spawn: error: %v", err)
+	}
+	cmd := exec.Command(exe, "--sleep-forever")
+	if err := cmd.Start(); err != nil {
+		return fmt.Sprintf("spawn: error: %v", err)
+	}
+	s.mu.Lock()
+	s.children = append(s.children, cmd)
+	s.mu.Unlock()
+	return fmt.Sprintf("spawned pid %d", cmd.Process.Pid)
+}
+
+// replyText is the assistant reply for turn.
+func replyText(turn int, text string) string {
+	return fmt.Sprintf(ReplyPrefixFmt, turn) + text
+}
+
+// turnDelay is how long the turn stays busy.
+func (s *session) turnDelay(text string) time.Duration {
+	if strings.Contains(text, MarkSlow) {
+		return SlowDelay
+	}
+	return s.cfg.delay
+}
+
+// notifyResize subscribes to SIGWINCH.
+func notifyResize() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGWINCH)
+	return ch, func() { signal.Stop(ch) }
+}

@@ -1,0 +1,158 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// LaunchRequest is what an adapter needs to build a command line: the
+// supervisor's StartRequest plus the resolved durable home and working directory.
+type LaunchRequest struct {
+	ptyapi.StartRequest
+	// Home is the CLI's durable home directory (HOME), e.g. /home/agent.
+	Home string
+	// WorkDir is the resolved working directory.
+	WorkDir string
+}
+
+// Launch is the command an adapter wants started under the PTY.
+type Launch struct {
+	// Path is the executable (absolute, or looked up on PATH).
+	Path string
+	// Args are the arguments after the program name.
+	Args []string
+	// Env is the harness's own environment (merged over the base environment;
+	// the request's Env is merged over this).
+	Env map[string]string
+	// SessionID is the native session id when known at launch.
+	SessionID string
+	// Resumed is true when Args contain the native resume invocation.
+	Resumed bool
+	// ResumeUnsupported is true when a resume was requested but the harness
+	// cannot resume; the launch then starts a fresh session.
+	ResumeUnsupported bool
+}
+
+// SeedFile is a config file written into the durable home before launch.
+type SeedFile struct {
+	// Path is relative to the home directory.
+	Path string
+	Data []byte
+	Mode os.FileMode
+	// KeepExisting leaves an existing file untouched (user or CLI edits win).
+	KeepExisting bool
+}
+
+// Chunk is one piece of a formatted message and the pause to take after writing it.
+type Chunk struct {
+	Data  []byte
+	Pause time.Duration
+}
+
+// DeliveryPolicy says when a queued message may be written to the CLI.
+type DeliveryPolicy struct {
+	// AcceptsQueuedInput: the CLI buffers input typed while it is BUSY, so
+	// delivery need not wait for IDLE (never while WAITING_FOR_INPUT).
+	AcceptsQueuedInput bool
+	// SettleAfterSubmit is the minimum time after a delivery before the next
+	// one may start, and the quiet time an IDLE screen must hold after a
+	// delivery before it counts as the CLI having taken the message.
+	SettleAfterSubmit time.Duration
+}
+
+// TranscriptEntry is one attributed utterance parsed from a native session store.
+type TranscriptEntry struct {
+	// ID is the store's own id for the line (e.g. a uuid).
+	ID string `json:"id"`
+	// Role is user, assistant, tool or system.
+	Role string `json:"role"`
+	// Text is the clean text (no terminal escapes, no JSON).
+	Text      string    `json:"text"`
+	Timestamp time.Time `json:"timestamp"`
+	// MessageID and RequestID are the provider ids where the store has them.
+	MessageID string `json:"messageId,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+	Model     string `json:"model,omitempty"`
+}
+
+// Capabilities are static facts about a harness.
+type Capabilities struct {
+	// PreassignSessionID: the CLI accepts a session id at launch.
+	PreassignSessionID bool
+	// Resume: the CLI has a native resume invocation.
+	Resume bool
+}
+
+// Adapter is everything harness-specific the guest needs. Implementations are
+// stateless and safe for concurrent use.
+type Adapter interface {
+	// Name is the harness name used in StartRequest.Harness.
+	Name() string
+	// Capabilities reports static facts about the CLI.
+	Capabilities() Capabilities
+	// SeedFiles returns the config files to write into the home before launch.
+	SeedFiles(req LaunchRequest) ([]SeedFile, error)
+	// Launch builds the command line, including model, session id and, when
+	// req.ResumeSession is set, the native resume invocation.
+	Launch(req LaunchRequest) (Launch, error)
+	// Classify reads the execution status from a rendered screen. ok=false
+	// when the screen shows none of the harness's cues.
+	Classify(screen ptyapi.Screen) (status ptyapi.ExecutionStatus, ok bool)
+	// FormatMessage turns a message into the bytes to write, with pauses.
+	FormatMessage(text string) []Chunk
+	// Delivery returns the message delivery policy.
+	Delivery() DeliveryPolicy
+	// Quota parses quota metrics from a rendered screen; nil when none shown.
+	Quota(screen ptyapi.Screen) []ptyapi.QuotaMetric
+	// SessionStoreDir is where the CLI keeps its native sessions under home.
+	SessionStoreDir(home, workDir string) string
+	// DiscoverSession finds the session id of a CLI launched at or after
+	// since, for harnesses that cannot pre-assign one. ok=false when not found yet.
+	DiscoverSession(home, workDir string, since time.Time) (id string, ok bool, err error)
+	// SessionFile returns the native store file of one session.
+	SessionFile(home, workDir, sessionID string) (string, error)
+	// ParseTranscript reads a native session store file into attributed entries.
+	ParseTranscript(r io.Reader) ([]TranscriptEntry, error)
+}
+
+// Registry maps harness names to adapters. Build one per process; it is
+// read-only after construction.
+type Registry struct {
+	adapters map[string]Adapter
+}
+
+// NewRegistry returns a registry holding adapters; a duplicate name is an error.
+func NewRegistry(adapters ...Adapter) (*Registry, error) {
+	r := &Registry{adapters: make(map[string]Adapter, len(adapters))}
+	for _, a := range adapters {
+		if _, dup := r.adapters[a.Name()]; dup {
+			return nil, fmt.Errorf("harness %q registered twice", a.Name())
+		}
+		r.adapters[a.Name()] = a
+	}
+	return r, nil
+}
+
+// Lookup returns the adapter for name, or an error wrapping ptyapi.ErrUnknownHarness.
+func (r *Registry) Lookup(name string) (Adapter, error) {
+	a, ok := r.adapters[name]
+	if !ok {
+		return nil, ptyapi.Errorf(ptyapi.ErrUnknownHarness, "%q (known: %v)", name, r.Names())
+	}
+	return a, nil
+}
+
+// Names lists the registered harness names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.adapters))
+	for n := range r.adapters {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,600 @@
+package ptyhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/vt"
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"aicli.dev/aicli/guest/harness"
+	"aicli.dev/aicli/guest/nbwriter"
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// Defaults for Options and StartRequest.
+const (
+	DefaultHome             = "/home/agent"
+	DefaultWorkDir          = "/workspace"
+	DefaultCols             = 120
+	DefaultRows             = 40
+	MaxCols                 = 1000
+	MaxRows                 = 1000
+	DefaultStopGrace        = 3 * time.Second
+	DefaultSubscriberBuffer = 1 << 20
+	DefaultMirrorBuffer     = 4 << 20
+	DefaultPath             = "/opt/aicli/bin:/usr/local/bin:/usr/bin:/bin"
+)
+
+// Credential is the user the CLI runs as.
+type Credential struct {
+	UID, GID uint32
+}
+
+// Waiter starts a command and returns how to wait for it. The default waits
+// on the process directly; a PID 1 guest passes its reaper (reaper.Reaper).
+type Waiter interface {
+	Start(cmd *exec.Cmd) (wait func() (syscall.WaitStatus, error), err error)
+}
+
+// Options configure a Host.
+type Options struct {
+	// Registry resolves StartRequest.Harness. Required.
+	Registry *harness.Registry
+	// Home is the CLI's HOME (default DefaultHome). Created if missing.
+	Home string
+	// WorkDir is used when a StartRequest has none (default DefaultWorkDir).
+	WorkDir string
+	// RunAs, when set, runs the CLI as this user (the guest must be root).
+	RunAs *Credential
+	// BaseEnv is the CLI's base environment (default PATH=DefaultPath,
+	// LANG=C.UTF-8). The guest's own environment is never inherited.
+	BaseEnv []string
+	// Mirror receives the CLI's verbatim output through a non-blocking bounded
+	// writer (e.g. os.Stdout for container logs); nil disables it.
+	Mirror io.Writer
+	// MirrorBuffer bounds the mirror's queue in bytes (default DefaultMirrorBuffer).
+	MirrorBuffer int
+	// PassthroughQueries leaves terminal queries (cursor position, device
+	// attributes) unanswered because a real terminal on the mirror answers them.
+	PassthroughQueries bool
+	// StopGrace is the time between SIGTERM and SIGKILL (default DefaultStopGrace).
+	StopGrace time.Duration
+	// Waiter starts and waits for the CLI (default: direct wait).
+	Waiter Waiter
+	// SubscriberBuffer bounds each Subscribe reader's backlog in bytes.
+	SubscriberBuffer int
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+}
+
+type runState int
+
+const (
+	stateNew runState = iota
+	stateRunning
+	stateExited
+)
+
+// Host is the local implementation of ptyapi.PTY: one CLI under a real PTY.
+type Host struct {
+	opts Options
+	log  *slog.Logger
+
+	mu          sync.Mutex
+	state       runState
+	adapter     harness.Adapter
+	policy      harness.DeliveryPolicy
+	harnessName string
+	sessionID   string
+	pid         int
+	exitCode    *int
+	status      ptyapi.ExecutionStatus
+	since       time.Time
+	known       bool // a cue was ever recognised
+	queue       []string
+	inflight    bool
+	lastOutput  time.Time
+	lastDeliver time.Time
+	deliverSeq  uint64
+	evalSeq     uint64
+	sawNonIdle  bool
+	changed     chan struct{} // closed and replaced on every status change
+	subs        map[*subscriber]struct{}
+	outputEnded bool // the PTY reader has stopped; no more subscribers
+
+	ptmx    *os.File
+	writeMu sync.Mutex
+
+	emuMu  sync.Mutex
+	emu    *vt.Emulator
+	outSeq atomic.Uint64
+
+	mirror  *nbwriter.Writer
+	evalSig chan struct{}
+	done    chan struct{} // closed when the CLI has exited
+	readEnd chan struct{} // closed when the PTY reader has stopped
+	stopCh  chan struct{} // closed by Close
+}
+
+var _ ptyapi.PTY = (*Host)(nil)
+
+// New returns a Host; nothing runs until Start.
+func New(opts Options) (*Host, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("ptyhost: Options.Registry is required")
+	}
+	if opts.Home == "" {
+		opts.Home = DefaultHome
+	}
+	if opts.WorkDir == "" {
+		opts.WorkDir = DefaultWorkDir
+	}
+	if opts.BaseEnv == nil {
+		opts.BaseEnv = []string{"PATH=" + DefaultPath, "LANG=C.UTF-8"}
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.SubscriberBuffer <= 0 {
+		opts.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	if opts.MirrorBuffer <= 0 {
+		opts.MirrorBuffer = DefaultMirrorBuffer
+	}
+	if opts.Waiter == nil {
+		opts.Waiter = directWaiter{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Host{
+		opts: opts, log: log, status: ptyapi.StatusStarting, since: time.Now(),
+		changed: make(chan struct{}), subs: map[*subscriber]struct{}{},
+		evalSig: make(chan struct{}, 1), done: make(chan struct{}), readEnd: make(chan struct{}),
+		stopCh: make(chan struct{}),
+	}, nil
+}
+
+// directWaiter waits on the process itself (not PID 1).
+type directWaiter struct{}
+
+func (directWaiter) Start(cmd *exec.Cmd) (func() (syscall.WaitStatus, error), error) {
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	return func() (syscall.WaitStatus, error) {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			return 0, fmt.Errorf("wait: %w", err)
+		}
+		return cmd.ProcessState.Sys().(syscall.WaitStatus), nil
+	}, nil
+}
+
+// Start launches the CLI described by req.
+func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.StartResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return ptyapi.StartResponse{}, fmt.Errorf("start: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state != stateNew {
+		return ptyapi.StartResponse{}, ptyapi.ErrAlreadyStarted
+	}
+	adapter, err := h.opts.Registry.Lookup(req.Harness)
+	if err != nil {
+		return ptyapi.StartResponse{}, fmt.Errorf("start: %w", err)
+	}
+	if req.Cols == 0 {
+		req.Cols = DefaultCols
+	}
+	if req.Rows == 0 {
+		req.Rows = DefaultRows
+	}
+	if err := checkSize(req.Cols, req.Rows); err != nil {
+		return ptyapi.StartResponse{}, err
+	}
+	if req.WorkDir == "" {
+		req.WorkDir = h.opts.WorkDir
+	}
+	if st, err := os.Stat(req.WorkDir); err != nil || !st.IsDir() {
+		return ptyapi.StartResponse{}, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "workDir %q is not a directory", req.WorkDir)
+	}
+	lreq := harness.LaunchRequest{StartRequest: req, Home: h.opts.Home, WorkDir: req.WorkDir}
+	if err := h.prepareHome(adapter, lreq); err != nil {
+		return ptyapi.StartResponse{}, err
+	}
+	launch, err := adapter.Launch(lreq)
+	if err != nil {
+		return ptyapi.StartResponse{}, fmt.Errorf("start: %w", err)
+	}
+	env := h.childEnv(launch, req)
+	path, err := lookPath(launch.Path, env)
+	if err != nil {
+		return ptyapi.StartResponse{}, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "harness %s: %v", adapter.Name(), err)
+	}
+	ptmx, err := h.spawn(path, launch.Args, env, req)
+	if err != nil {
+		return ptyapi.StartResponse{}, err
+	}
+	h.ptmx = ptmx
+	h.adapter, h.policy, h.harnessName = adapter, adapter.Delivery(), adapter.Name()
+	h.sessionID = launch.SessionID
+	h.state = stateRunning
+	h.since = time.Now()
+	h.emu = vt.NewEmulator(req.Cols, req.Rows)
+	if h.opts.Mirror != nil {
+		h.mirror = nbwriter.New(h.opts.Mirror, h.opts.MirrorBuffer)
+	}
+	go h.answerQueries(h.emu)
+	go h.readLoop()
+	go h.evalLoop()
+	go h.deliverLoop()
+	if launch.SessionID == "" {
+		go h.discoverSession(adapter, lreq, h.since)
+	}
+	h.log.Info("cli started", "harness", adapter.Name(), "pid", h.pid, "sessionId", launch.SessionID,
+		"resumed", launch.Resumed, "cols", req.Cols, "rows", req.Rows)
+	return ptyapi.StartResponse{
+		SessionID: launch.SessionID, Resumed: launch.Resumed, ResumeUnsupported: launch.ResumeUnsupported, PID: h.pid,
+	}, nil
+}
+
+func checkSize(cols, rows int) error {
+	if cols < 1 || rows < 1 || cols > MaxCols || rows > MaxRows {
+		return ptyapi.Errorf(ptyapi.ErrInvalidArgument, "size %dx%d out of range 1..%dx1..%d", cols, rows, MaxCols, MaxRows)
+	}
+	return nil
+}
+
+// spawn opens the PTY and starts the CLI on it in its own session. Called with h.mu held.
+func (h *Host) spawn(path string, args, env []string, req ptyapi.StartRequest) (*os.File, error) {
+	master, tty, err := openPTY()
+	if err != nil {
+		return nil, err
+	}
+	if err := setSize(master, req.Cols, req.Rows); err != nil {
+		_ = master.Close()
+		_ = tty.Close()
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Args[0] = filepath.Base(path)
+	cmd.Env = env
+	cmd.Dir = req.WorkDir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if c := h.opts.RunAs; c != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: []uint32{}}
+		// Like login(1): the user owns its terminal.
+		if err := os.Chown(tty.Name(), int(c.UID), int(c.GID)); err != nil {
+			h.log.Warn("chown tty", "err", err)
+		}
+	}
+	wait, err := h.opts.Waiter.Start(cmd)
+	_ = tty.Close()
+	if err != nil {
+		_ = master.Close()
+		return nil, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "launch %s: %v", path, err)
+	}
+	h.pid = cmd.Process.Pid
+	go h.waitExit(wait)
+	return master, nil
+}
+
+// openPTY opens a PTY pair and returns a non-blocking, poller-backed master so
+// that closing it unblocks a pending Read.
+func openPTY() (master, tty *os.File, err error) {
+	p, t, err := pty.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open pty: %w", err)
+	}
+	fd, err := unix.Dup(int(p.Fd()))
+	_ = p.Close()
+	if err != nil {
+		_ = t.Close()
+		return nil, nil, fmt.Errorf("dup pty: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		_ = t.Close()
+		return nil, nil, fmt.Errorf("nonblock pty: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), t, nil
+}
+
+func setSize(f *os.File, cols, rows int) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("pty size: %w", err)
+	}
+	var ierr error
+	err = sc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)})
+	})
+	if err == nil {
+		err = ierr
+	}
+	if err != nil {
+		return fmt.Errorf("pty size: %w", err)
+	}
+	return nil
+}
+
+// prepareHome creates the home and writes the harness's seed files.
+func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
+	if err := h.mkdirOwned(h.opts.Home); err != nil {
+		return err
+	}
+	files, err := a.SeedFiles(req)
+	if err != nil {
+		return fmt.Errorf("seed files: %w", err)
+	}
+	for _, f := range files {
+		p := filepath.Join(h.opts.Home, filepath.Clean("/"+f.Path))
+		if f.KeepExisting {
+			if _, err := os.Stat(p); err == nil {
+				continue
+			}
+		}
+		if err := h.mkdirOwned(filepath.Dir(p)); err != nil {
+			return err
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o600
+		}
+		if err := os.WriteFile(p, f.Data, mode); err != nil {
+			return fmt.Errorf("seed %s: %w", f.Path, err)
+		}
+		if err := h.chown(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirOwned creates dir and its missing parents; those at or below Home are
+// owned by RunAs.
+func (h *Host) mkdirOwned(dir string) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	home := filepath.Clean(h.opts.Home)
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+		if d == home || strings.HasPrefix(d, home+"/") {
+			if err := h.chown(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (h *Host) chown(p string) error {
+	if c := h.opts.RunAs; c != nil {
+		if err := os.Lchown(p, int(c.UID), int(c.GID)); err != nil {
+			return fmt.Errorf("chown %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// childEnv builds the CLI's environment: base, terminal, home, harness, request.
+func (h *Host) childEnv(l harness.Launch, req ptyapi.StartRequest) []string {
+	m := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := m[k]; !ok {
+			order = append(order, k)
+		}
+		m[k] = v
+	}
+	for _, kv := range h.opts.BaseEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set(k, v)
+		}
+	}
+	set("TERM", "xterm-256color")
+	set("COLORTERM", "truecolor")
+	set("HOME", h.opts.Home)
+	set("USER", "agent")
+	set("LOGNAME", "agent")
+	for k, v := range l.Env {
+		set(k, v)
+	}
+	for k, v := range req.Env {
+		set(k, v)
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}
+
+// lookPath resolves name on the child's PATH.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		if _, err := os.Stat(name); err != nil {
+			return "", fmt.Errorf("cli binary: %w", err)
+		}
+		return name, nil
+	}
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range filepath.SplitList(p) {
+				cand := filepath.Join(dir, name)
+				if st, err := os.Stat(cand); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+					return cand, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("cli binary %q not found on PATH", name)
+}
+
+// waitExit records the CLI's exit and cleans up its process group.
+func (h *Host) waitExit(wait func() (syscall.WaitStatus, error)) {
+	ws, err := wait()
+	code := -1
+	switch {
+	case err != nil:
+		h.log.Error("wait for cli", "err", err)
+	case ws.Exited():
+		code = ws.ExitStatus()
+	case ws.Signaled():
+		code = 128 + int(ws.Signal())
+	}
+	h.mu.Lock()
+	pid := h.pid
+	h.state = stateExited
+	h.exitCode = &code
+	dropped := len(h.queue)
+	h.queue = nil
+	h.setStatusLocked(ptyapi.StatusExited)
+	h.mu.Unlock()
+	// Leftovers in the CLI's process group (tools it started) go with it.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	h.log.Info("cli exited", "pid", pid, "exitCode", code, "droppedMessages", dropped)
+	close(h.done)
+	// A process that left the group may keep the PTY open: stop reading soon.
+	select {
+	case <-h.readEnd:
+	case <-time.After(2 * time.Second):
+		_ = h.ptmx.Close()
+	}
+}
+
+// Done is closed when the CLI has exited.
+func (h *Host) Done() <-chan struct{} { return h.done }
+
+// ExitCode returns the CLI's exit code once it has exited (128+signal when
+// killed by a signal).
+func (h *Host) ExitCode() (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.exitCode == nil {
+		return 0, false
+	}
+	return *h.exitCode, true
+}
+
+// PID returns the CLI's process id (0 before Start).
+func (h *Host) PID() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pid
+}
+
+// Stop implements ptyapi.PTY: SIGTERM to the CLI's process group, SIGKILL
+// after the grace period (or when ctx ends first), then wait for the exit.
+func (h *Host) Stop(ctx context.Context) error {
+	h.mu.Lock()
+	st, pid := h.state, h.pid
+	h.mu.Unlock()
+	if st != stateRunning {
+		return nil
+	}
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop: sigterm: %w", err)
+	}
+	grace := time.NewTimer(h.opts.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-h.done:
+		return nil
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	h.log.Warn("cli ignored SIGTERM, killing its process group", "pid", pid)
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop: sigkill: %w", err)
+	}
+	select {
+	case <-h.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return ptyapi.Errorf(ptyapi.ErrInternal, "cli pid %d did not exit after SIGKILL", pid)
+	}
+}
+
+// Close stops the CLI and releases the PTY and background goroutines.
+func (h *Host) Close() error {
+	err := h.Stop(context.Background())
+	h.mu.Lock()
+	started := h.state != stateNew
+	h.mu.Unlock()
+	select {
+	case <-h.stopCh:
+	default:
+		close(h.stopCh)
+	}
+	if started {
+		_ = h.ptmx.Close()
+		<-h.readEnd
+		if h.mirror != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = h.mirror.Close(ctx)
+		}
+	}
+	return err
+}
+
+// discoverSession polls the harness's store for the session id of a CLI that
+// could not be given one at launch.
+func (h *Host) discoverSession(a harness.Adapter, req harness.LaunchRequest, since time.Time) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case <-t.C:
+			id, ok, err := a.DiscoverSession(req.Home, req.WorkDir, since)
+			if err != nil {
+				h.log.Warn("discover session", "err", err)
+				continue
+			}
+			if ok {
+				h.mu.Lock()
+				h.sessionID = id
+				h.mu.Unlock()
+				h.log.Info("session discovered", "sessionId", id)
+				return
+			}
+		case <-deadline:
+			h.log.Warn("session id not discovered")
+			return
+		case <-h.done:
+			return
+		}
+	}
+}

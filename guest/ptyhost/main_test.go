@@ -1,0 +1,221 @@
+package ptyhost
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"aicli.dev/aicli/guest/harness"
+	"aicli.dev/aicli/guest/harness/fake"
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// testUID is the unprivileged user the CLI runs as in tests.
+const testUID = 1000
+
+var (
+	fakeBin  string // the fake CLI built for this test run
+	testBase string // a world-traversable temp root for homes and workdirs
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	if os.Geteuid() != 0 {
+		return 0, fmt.Errorf("ptyhost tests run the CLI as uid %d and need root", testUID)
+	}
+	base, err := os.MkdirTemp("", "ptyhost-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil {
+		return 0, err
+	}
+	testBase = base
+	fakeBin = filepath.Join(base, "aicli-fake-cli")
+	build := exec.Command("go", "build", "-o", fakeBin, "aicli.dev/aicli/cmd/aicli-fake-cli")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("build fake cli: %v\n%s", err, out)
+	}
+	return m.Run(), nil
+}
+
+// env is one test's home and workdir, owned by the CLI user.
+type env struct {
+	home, work string
+}
+
+func newEnv(t testing.TB) env {
+	t.Helper()
+	dir, err := os.MkdirTemp(testBase, "t-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := env{home: filepath.Join(dir, "home"), work: filepath.Join(dir, "work")}
+	for _, d := range []string{dir, e.work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(e.work, testUID, testUID); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type hostOpt func(*Options, *fake.Options)
+
+func withFakeArgs(args ...string) hostOpt {
+	return func(_ *Options, f *fake.Options) { f.ExtraArgs = append(f.ExtraArgs, args...) }
+}
+
+func newHost(t testing.TB, e env, opts ...hostOpt) *Host {
+	t.Helper()
+	fo := fake.Options{Binary: fakeBin}
+	o := Options{Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}}
+	for _, f := range opts {
+		f(&o, &fo)
+	}
+	reg, err := harness.NewRegistry(fake.New(fo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Registry = reg
+	h, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+func start(t testing.TB, h *Host, req ptyapi.StartRequest) ptyapi.StartResponse {
+	t.Helper()
+	if req.Harness == "" {
+		req.Harness = fake.Name
+	}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
+	if _, ok := req.Env["AICLI_FAKE_DELAY"]; !ok {
+		req.Env["AICLI_FAKE_DELAY"] = "100ms"
+	}
+	resp, err := h.Start(context.Background(), req)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return resp
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func screenText(t testing.TB, h *Host) string {
+	t.Helper()
+	s, err := h.RenderScreen(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(s.Lines, "\n")
+}
+
+func status(t testing.TB, h *Host) ptyapi.StatusInfo {
+	t.Helper()
+	st, err := h.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func waitStatus(t testing.TB, h *Host, want ptyapi.ExecutionStatus) {
+	t.Helper()
+	eventually(t, 10*time.Second, "status "+string(want), func() bool { return status(t, h).Status == want })
+}
+
+func waitScreen(t testing.TB, h *Host, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := screenText(t, h)
+		if strings.Contains(s, substr) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never showed %q; screen:\n%s", substr, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// collector drains a Subscribe stream into a buffer.
+type collector struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	err  error
+	done chan struct{}
+}
+
+func collect(r io.Reader) *collector {
+	c := &collector{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		b := make([]byte, 8192)
+		for {
+			n, err := r.Read(b)
+			c.mu.Lock()
+			c.buf.Write(b[:n])
+			if err != nil {
+				c.err = err
+			}
+			c.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+func (c *collector) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+func newSessionID() string { return uuid.NewString() }
+
+// fakeOptions shortens hostOpt literals.
+type fakeOptions = fake.Options
