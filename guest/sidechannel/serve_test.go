@@ -24,7 +24,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // memStore is a map-backed gateway.TokenStore.
 type memStore struct{ kv map[string][]byte }
 
-func (s *memStore) PutKV(_ context.Context, b, k string, v []byte) error { s.kv[b+"/"+k] = v; return nil }
+func (s *memStore) PutKV(_ context.Context, b, k string, v []byte) error {
+	s.kv[b+"/"+k] = v
+	return nil
+}
 
 func (s *memStore) TakeKV(_ context.Context, b, k string) ([]byte, error) {
 	v, ok := s.kv[b+"/"+k]
