@@ -1,0 +1,153 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// History and watch-log event types.
+const (
+	// TypeAdded records a Create.
+	TypeAdded = "ADDED"
+	// TypeModified records an Update that changed spec or metadata.
+	TypeModified = "MODIFIED"
+	// TypeStatus records an UpdateStatus.
+	TypeStatus = "STATUS"
+	// TypeTerminating records a Delete that set deletionTimestamp because
+	// finalizers were present.
+	TypeTerminating = "TERMINATING"
+	// TypeDeleted records the removal of an object.
+	TypeDeleted = "DELETED"
+)
+
+// event is one entry of the watch log, shared read-only between the index,
+// watchers and history readers once published.
+type event struct {
+	seq      uint64
+	typ      string
+	resource string
+	ns       string
+	name     string
+	time     time.Time
+	obj      *unstructured.Unstructured
+	// labelsChanged is set when the event changed the object's labels;
+	// prevLabels then holds the labels before the event.
+	labelsChanged bool
+	prevLabels    map[string]string
+}
+
+// record is the stored JSON form of an event (values of e/ and h/ keys).
+type record struct {
+	Seq           uint64            `json:"seq"`
+	Type          string            `json:"type"`
+	Resource      string            `json:"resource"`
+	Namespace     string            `json:"namespace"`
+	Name          string            `json:"name"`
+	Time          time.Time         `json:"time"`
+	LabelsChanged bool              `json:"labelsChanged,omitempty"`
+	PrevLabels    map[string]string `json:"prevLabels,omitempty"`
+	Object        json.RawMessage   `json:"object"`
+}
+
+func encodeRecord(ev *event, objJSON []byte) ([]byte, error) {
+	b, err := json.Marshal(record{
+		Seq: ev.seq, Type: ev.typ, Resource: ev.resource, Namespace: ev.ns, Name: ev.name,
+		Time: ev.time, LabelsChanged: ev.labelsChanged, PrevLabels: ev.prevLabels, Object: objJSON,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: encode event %d: %w", ev.seq, err)
+	}
+	return b, nil
+}
+
+func decodeRecord(b []byte) (*event, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("store: decode event: %w", err)
+	}
+	obj, err := decodeObject(r.Object)
+	if err != nil {
+		return nil, fmt.Errorf("store: decode event %d: %w", r.Seq, err)
+	}
+	return &event{
+		seq: r.Seq, typ: r.Type, resource: r.Resource, ns: r.Namespace, name: r.Name, time: r.Time,
+		obj: obj, labelsChanged: r.LabelsChanged, prevLabels: r.PrevLabels,
+	}, nil
+}
+
+// decodeObject decodes JSON the way the API machinery does (integers become
+// int64, other numbers float64), so stored and incoming objects compare equal.
+func decodeObject(b []byte) (*unstructured.Unstructured, error) {
+	m := map[string]interface{}{}
+	if err := utiljson.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode object: %w", err)
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// normalize returns a private, JSON-canonical deep copy of obj. It is done in
+// the caller's goroutine so the writer only stamps metadata and encodes.
+func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if obj == nil || obj.Object == nil {
+		return nil, fmt.Errorf("object is empty")
+	}
+	b, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("object is not JSON-encodable: %w", err)
+	}
+	return decodeObject(b)
+}
+
+// metadata returns obj's metadata map (nil if absent or malformed).
+func metadata(obj *unstructured.Unstructured) map[string]interface{} {
+	m, _ := obj.Object["metadata"].(map[string]interface{})
+	return m
+}
+
+// userMetaFields are the metadata fields a client owns; all other metadata
+// fields are owned by the store.
+var userMetaFields = []string{"labels", "annotations", "finalizers", "ownerReferences"}
+
+// shallowCopy copies the top level of obj and its metadata map, so the copy
+// can be given new metadata values without touching obj. Nested values are
+// shared and must be treated as read-only.
+func shallowCopy(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := make(map[string]interface{}, len(obj.Object))
+	for k, v := range obj.Object {
+		out[k] = v
+	}
+	md := make(map[string]interface{}, 12)
+	for k, v := range metadata(obj) {
+		md[k] = v
+	}
+	out["metadata"] = md
+	return &unstructured.Unstructured{Object: out}
+}
+
+func stringMap(v interface{}) map[string]string {
+	m, ok := v.(map[string]interface{})
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, _ := x.(string)
+		out[k] = s
+	}
+	return out
+}
+
+func finalizers(obj *unstructured.Unstructured) []string {
+	l, _ := metadata(obj)["finalizers"].([]interface{})
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

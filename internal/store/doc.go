@@ -1,0 +1,48 @@
+// Package store is the supervisor's durable event store: Kubernetes-shaped
+// objects (*unstructured.Unstructured) kept in pebble, with resourceVersion,
+// generation, finalizer and watch semantics, per-object history and a small
+// synced key/value side table.
+//
+// # Durability and group commit
+//
+// Every mutation is handed to one writer goroutine. The writer drains all
+// pending mutations, decides each one in order against its own view of the
+// current state (so conflicts inside a group are decided in arrival order),
+// encodes them into one pebble batch and applies it with a synced write
+// (ApplyNoSyncWait with pebble.Sync). A second goroutine, the publisher, waits
+// for the WAL fsync of each group in order, then updates the in-memory index
+// that serves Get/List, fans the events out to watchers in sequence order and
+// only then acknowledges the callers. While one group waits for its fsync the
+// writer already prepares the next one, so many concurrent writers share
+// fsyncs. A caller is acknowledged only after its group is on disk.
+//
+// # Key layout
+//
+//	m/rv                                  last assigned event sequence (uint64 BE)
+//	m/compact                             first retained watch-log sequence (uint64 BE)
+//	m/version                             key layout version ("1")
+//	e/<seq BE8>                           watch-log event (JSON record, see record)
+//	o/<resource>/<namespace>/<name>       current object (JSON)
+//	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history (same record as e/)
+//	k/<bucket>/<key>                      side-table value (raw bytes)
+//
+// Resource, namespace, name and bucket never contain '/' (checked on entry),
+// so the prefixes are unambiguous. The watch log (e/) is trimmed by Compact
+// and automatically once it holds more than Options.CompactRetain events;
+// history (h/) is never trimmed and outlives the object.
+//
+// # Sequence numbers
+//
+// resourceVersion is the event sequence number: a uint64, strictly increasing
+// across the whole store, written as a decimal string. Side-table operations
+// do not consume sequence numbers.
+//
+// # Event types
+//
+// History records carry ADDED, MODIFIED (spec/metadata update), STATUS
+// (UpdateStatus), TERMINATING (Delete of an object with finalizers sets
+// deletionTimestamp) and DELETED. Watches map STATUS and TERMINATING to
+// watch.Modified. With a label selector, a MODIFIED event whose label change
+// moves the object into the selection is delivered as ADDED and one moving it
+// out as DELETED, as Kubernetes does.
+package store

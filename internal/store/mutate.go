@@ -1,0 +1,295 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// optimisticLockMsg is the Kubernetes message for a stale resourceVersion.
+const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
+
+// serverOwnedTop are top-level fields that are not user content for the
+// purpose of generation bumps.
+var serverOwnedTop = map[string]bool{"metadata": true, "status": true, "apiVersion": true, "kind": true}
+
+func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
+	k := objKey{m.resource, m.ns, m.name}
+	if _, ok := s.w.objs[k]; ok {
+		return apierrors.NewAlreadyExists(gr(m.resource), m.name)
+	}
+	obj := m.obj
+	in := metadata(obj)
+	md := map[string]interface{}{"name": m.name, "namespace": m.ns}
+	copyUserMeta(md, in)
+	if gn, ok := in["generateName"].(string); ok && gn != "" {
+		md["generateName"] = gn
+	}
+	now := s.opts.Clock().UTC()
+	seq := s.nextSeq(g)
+	md["uid"] = uuid.NewString()
+	md["creationTimestamp"] = now.Format(time.RFC3339)
+	md["generation"] = int64(1)
+	md["resourceVersion"] = strconv.FormatUint(seq, 10)
+	obj.Object["metadata"] = md
+	delete(obj.Object, "status")
+	if err := s.emit(g, b, k, seq, TypeAdded, now, obj, nil, false); err != nil {
+		return err
+	}
+	m.out = obj
+	return nil
+}
+
+// copyUserMeta sets the client-owned metadata fields of dst from src; empty
+// values are treated as absent.
+func copyUserMeta(dst, src map[string]interface{}) {
+	for _, f := range userMetaFields {
+		v, ok := src[f]
+		if ok && !isEmpty(v) {
+			dst[f] = v
+		} else {
+			delete(dst, f)
+		}
+	}
+}
+
+func isEmpty(v interface{}) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]interface{}:
+		return len(x) == 0
+	case []interface{}:
+		return len(x) == 0
+	}
+	return false
+}
+
+// checkPreconditions enforces uid and resourceVersion preconditions.
+func checkPreconditions(resource, name string, cur *entry, uid, rv string) error {
+	if uid != "" && uid != string(cur.obj.GetUID()) {
+		return apierrors.NewConflict(gr(resource), name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, cur.obj.GetUID()))
+	}
+	if rv != "" {
+		want, err := strconv.ParseUint(rv, 10, 64)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a decimal integer", rv))
+		}
+		if want != cur.rv {
+			return apierrors.NewConflict(gr(resource), name, errors.New(optimisticLockMsg))
+		}
+	}
+	return nil
+}
+
+func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
+	k := objKey{m.resource, m.ns, m.name}
+	cur := s.w.objs[k]
+	if cur == nil {
+		return apierrors.NewNotFound(gr(m.resource), m.name)
+	}
+	if err := checkPreconditions(m.resource, m.name, cur, m.uid, m.rv); err != nil {
+		return err
+	}
+	in := m.obj
+	next := &unstructured.Unstructured{Object: make(map[string]interface{}, len(in.Object))}
+	for f, v := range in.Object {
+		if f != "metadata" && f != "status" {
+			next.Object[f] = v
+		}
+	}
+	if st, ok := cur.obj.Object["status"]; ok {
+		next.Object["status"] = st
+	}
+	curMeta := metadata(cur.obj)
+	md := make(map[string]interface{}, len(curMeta)+2)
+	for f, v := range curMeta {
+		md[f] = v
+	}
+	copyUserMeta(md, metadata(in))
+	next.Object["metadata"] = md
+
+	terminating := cur.obj.GetDeletionTimestamp() != nil
+	if terminating {
+		old := finalizers(cur.obj)
+		for _, f := range finalizers(next) {
+			if !slices.Contains(old, f) {
+				return apierrors.NewInvalid(schema.GroupKind{Group: Group, Kind: cur.obj.GetKind()}, m.name,
+					field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+						"no new finalizers can be added if the object is being deleted")})
+			}
+		}
+	}
+	contentChanged := false
+	typeChanged := false
+	for f := range unionKeys(cur.obj.Object, next.Object) {
+		if f == "metadata" || f == "status" {
+			continue
+		}
+		if !apiequality.Semantic.DeepEqual(cur.obj.Object[f], next.Object[f]) {
+			if serverOwnedTop[f] {
+				typeChanged = true
+			} else {
+				contentChanged = true
+			}
+		}
+	}
+	metaChanged := false
+	for _, f := range userMetaFields {
+		if !apiequality.Semantic.DeepEqual(curMeta[f], md[f]) {
+			metaChanged = true
+		}
+	}
+	if !contentChanged && !typeChanged && !metaChanged {
+		m.out = cur.obj
+		return nil
+	}
+	gen := cur.obj.GetGeneration()
+	if contentChanged {
+		gen++
+	}
+	md["generation"] = gen
+	now := s.opts.Clock().UTC()
+	seq := s.nextSeq(g)
+	md["resourceVersion"] = strconv.FormatUint(seq, 10)
+	typ, remove := TypeModified, false
+	if terminating && len(finalizers(next)) == 0 {
+		typ, remove = TypeDeleted, true
+	}
+	if err := s.emit(g, b, k, seq, typ, now, next, cur, remove); err != nil {
+		return err
+	}
+	m.out = next
+	return nil
+}
+
+func unionKeys(a, b map[string]interface{}) map[string]struct{} {
+	out := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
+}
+
+func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error {
+	k := objKey{m.resource, m.ns, m.name}
+	cur := s.w.objs[k]
+	if cur == nil {
+		return apierrors.NewNotFound(gr(m.resource), m.name)
+	}
+	if err := checkPreconditions(m.resource, m.name, cur, m.uid, m.rv); err != nil {
+		return err
+	}
+	newStatus, has := m.obj.Object["status"]
+	curStatus, curHas := cur.obj.Object["status"]
+	if has == curHas && apiequality.Semantic.DeepEqual(newStatus, curStatus) {
+		m.out = cur.obj
+		return nil
+	}
+	next := shallowCopy(cur.obj)
+	if has {
+		next.Object["status"] = newStatus
+	} else {
+		delete(next.Object, "status")
+	}
+	now := s.opts.Clock().UTC()
+	seq := s.nextSeq(g)
+	metadata(next)["resourceVersion"] = strconv.FormatUint(seq, 10)
+	if err := s.emit(g, b, k, seq, TypeStatus, now, next, cur, false); err != nil {
+		return err
+	}
+	m.out = next
+	return nil
+}
+
+func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
+	k := objKey{m.resource, m.ns, m.name}
+	cur := s.w.objs[k]
+	if cur == nil {
+		return apierrors.NewNotFound(gr(m.resource), m.name)
+	}
+	if err := checkPreconditions(m.resource, m.name, cur, m.uid, m.rv); err != nil {
+		return err
+	}
+	now := s.opts.Clock().UTC()
+	next := shallowCopy(cur.obj)
+	md := metadata(next)
+	typ, remove := TypeDeleted, true
+	if len(finalizers(cur.obj)) > 0 {
+		if cur.obj.GetDeletionTimestamp() != nil {
+			m.out = cur.obj
+			return nil
+		}
+		md["deletionTimestamp"] = now.Format(time.RFC3339)
+		md["deletionGracePeriodSeconds"] = int64(0)
+		typ, remove = TypeTerminating, false
+	}
+	seq := s.nextSeq(g)
+	md["resourceVersion"] = strconv.FormatUint(seq, 10)
+	if err := s.emit(g, b, k, seq, typ, now, next, cur, remove); err != nil {
+		return err
+	}
+	m.out = next
+	return nil
+}
+
+func (s *Store) applyKV(g *group, b *pebble.Batch, m *mutation) error {
+	ks := string(m.key)
+	if g.kv == nil {
+		g.kv = map[string]kvOverlay{}
+	}
+	switch m.op {
+	case opPutKV:
+		if err := b.Set(m.key, m.val, nil); err != nil {
+			return fmt.Errorf("store: build batch: %w", err)
+		}
+		g.kv[ks] = kvOverlay{val: m.val}
+		return nil
+	case opDeleteKV:
+		if err := b.Delete(m.key, nil); err != nil {
+			return fmt.Errorf("store: build batch: %w", err)
+		}
+		g.kv[ks] = kvOverlay{deleted: true}
+		return nil
+	}
+	// Get or Take: the group overlay first, then pebble, which already holds
+	// every earlier group (applied, possibly not yet synced; the reply waits
+	// for their sync because groups are acknowledged in order).
+	var val []byte
+	if o, ok := g.kv[ks]; ok {
+		if !o.deleted {
+			val = o.val
+		}
+	} else {
+		v, err := s.getRaw(m.key)
+		if err != nil {
+			return err
+		}
+		val = v
+	}
+	if val == nil {
+		return apierrors.NewNotFound(schema.GroupResource{Group: Group, Resource: "kv." + m.resource}, m.name)
+	}
+	m.outVal = append([]byte{}, val...)
+	if m.op == opTakeKV {
+		if err := b.Delete(m.key, nil); err != nil {
+			return fmt.Errorf("store: build batch: %w", err)
+		}
+		g.kv[ks] = kvOverlay{deleted: true}
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group is the API group every stored resource belongs to; errors carry it.
+const Group = "aicli.dev"
+
+// Defaults for Options.
+const (
+	DefaultWatchBuffer      = 1024
+	DefaultBookmarkInterval = time.Second
+	DefaultCompactRetain    = 100_000
+)
+
+// maxGroup bounds how many mutations share one batch.
+const maxGroup = 1024
+
+// ErrLocked is returned (wrapped, with the directory) by Open when another
+// process or another Store in this process holds the data dir.
+var ErrLocked = errors.New("data dir is in use by another supervisor (pebble LOCK held)")
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("store: closed")
+
+type lockedError struct {
+	dir   string
+	cause error
+}
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("data dir %s is in use by another supervisor (pebble LOCK held): %v", e.dir, e.cause)
+}
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+func (e *lockedError) Unwrap() error        { return e.cause }
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// Clock supplies timestamps (creationTimestamp, deletionTimestamp,
+	// history times); nil means time.Now.
+	Clock func() time.Time
+	// WatchBuffer is the number of events a watcher may lag behind before
+	// its watch is ended with a 410 error; 0 means DefaultWatchBuffer.
+	WatchBuffer int
+	// BookmarkInterval is the period of bookmark events for watches that
+	// allow them; 0 means DefaultBookmarkInterval.
+	BookmarkInterval time.Duration
+	// CompactRetain is how many events the watch log keeps; older ones are
+	// trimmed automatically. 0 means DefaultCompactRetain, negative disables
+	// automatic trimming.
+	CompactRetain int
+	// MemTableSize overrides pebble's memtable size (bytes); 0 keeps 64 MiB.
+	MemTableSize uint64
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.WatchBuffer <= 0 {
+		o.WatchBuffer = DefaultWatchBuffer
+	}
+	if o.BookmarkInterval <= 0 {
+		o.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if o.CompactRetain == 0 {
+		o.CompactRetain = DefaultCompactRetain
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 64 << 20
+	}
+}
+
+// objKey addresses one object.
+type objKey struct {
+	resource, ns, name string
+}
+
+// nsName addresses an object inside one resource's index.
+type nsName struct {
+	ns, name string
+}
+
+// Store is an open event store. All methods are safe for concurrent use.
+type Store struct {
+	dir  string
+	opts Options
+	db   *pebble.DB
+	lock *pebble.Lock
+	log  *slog.Logger
+
+	mutCh   chan *mutation
+	pubCh   chan *group
+	closing chan struct{} // closed by Close: no new mutations
+	stopped chan struct{} // closed when the publisher has acknowledged everything
+	closeMu sync.Mutex
+	closed  bool
+	failed  atomic.Pointer[error]
+
+	// w is owned by the writer goroutine.
+	w writerState
+
+	// mu guards the published state below.
+	mu          sync.RWMutex
+	index       map[string]map[nsName]*entry // resource → objects
+	compactFrom uint64                       // first retained watch-log seq
+	watchers    map[*watcher]struct{}
+	rv          atomic.Uint64 // last published seq; written under mu
+	watchWG     sync.WaitGroup
+
+	// dbMu keeps direct pebble readers (History) out while Close closes db.
+	dbMu     sync.RWMutex
+	dbClosed bool
+}
+
+// entry is one current object; obj is immutable once published.
+type entry struct {
+	obj    *unstructured.Unstructured
+	rv     uint64
+	labels map[string]string
+}
+
+func newEntry(obj *unstructured.Unstructured) *entry {
+	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	return &entry{obj: obj, rv: rv, labels: obj.GetLabels()}
+}
+
+// Open opens (creating if needed) the store in dir. If the directory is held
+// by another Store or process, the error wraps ErrLocked.
+func Open(dir string, opts Options) (*Store, error) {
+	opts.defaults()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create data dir %s: %w", dir, err)
+	}
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		if isLockHeld(err) {
+			return nil, &lockedError{dir: dir, cause: err}
+		}
+		return nil, fmt.Errorf("store: lock data dir %s: %w", dir, err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		Lock:         lock,
+		MemTableSize: opts.MemTableSize,
+		Logger:       pebbleLogger{opts.Logger},
+	})
+	if err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("store: open pebble in %s: %w", dir, err)
+	}
+	s := &Store{
+		dir: dir, opts: opts, db: db, lock: lock, log: opts.Logger,
+		mutCh:    make(chan *mutation, maxGroup),
+		pubCh:    make(chan *group, 4),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+		index:    map[string]map[nsName]*entry{},
+		watchers: map[*watcher]struct{}{},
+	}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		_ = lock.Close()
+		return nil, err
+	}
+	go s.writeLoop()
+	go s.publishLoop()
+	return s, nil
+}
+
+func isLockHeld(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(err.Error(), "lock held by current process")
+}
+
+// load reads meta keys and object projections into memory. The watch log is
+// not replayed.
+func (s *Store) load() error {
+	ver, err := s.getRaw(keyVersion)
+	if err != nil {
+		return err
+	}
+	if ver == nil {
+		if err := s.db.Set(keyVersion, []byte(layoutVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("store: write layout version: %w", err)
+		}
+	} else if string(ver) != layoutVersion {
+		return fmt.Errorf("store: %s has key layout version %q, this build reads %q", s.dir, ver, layoutVersion)
+	}
+	var rv, compactFrom uint64 = 0, 1
+	if b, err := s.getRaw(keyRV); err != nil {
+		return err
+	} else if b != nil {
+		if rv, err = decodeUint64(b); err != nil {
+			return fmt.Errorf("store: read m/rv: %w", err)
+		}
+	}
+	if b, err := s.getRaw(keyCompact); err != nil {
+		return err
+	} else if b != nil {
+		if compactFrom, err = decodeUint64(b); err != nil {
+			return fmt.Errorf("store: read m/compact: %w", err)
+		}
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte(prefixObject), UpperBound: prefixEnd([]byte(prefixObject)),
+	})
+	if err != nil {
+		return fmt.Errorf("store: iterate objects: %w", err)
+	}
+	defer it.Close()
+	s.w.objs = map[objKey]*entry{}
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		res, ns, name, err := splitObjectKey(it.Key())
+		if err != nil {
+			return err
+		}
+		obj, err := decodeObject(it.Value())
+		if err != nil {
+			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
+		}
+		e := newEntry(obj)
+		s.w.objs[objKey{res, ns, name}] = e
+		s.indexPut(res, nsName{ns, name}, e)
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("store: iterate objects: %w", err)
+	}
+	s.w.seq = rv
+	s.w.compactFrom = compactFrom
+	s.compactFrom = compactFrom
+	s.rv.Store(rv)
+	s.log.Info("store opened", "dir", s.dir, "objects", n, "resourceVersion", rv, "compactFrom", compactFrom)
+	return nil
+}
+
+func (s *Store) getRaw(k []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: get %q: %w", k, err)
+	}
+	out := append([]byte{}, v...)
+	_ = closer.Close()
+	return out, nil
+}
+
+func (s *Store) indexPut(resource string, k nsName, e *entry) {
+	m := s.index[resource]
+	if m == nil {
+		m = map[nsName]*entry{}
+		s.index[resource] = m
+	}
+	m[k] = e
+}
+
+// CurrentRV returns the resourceVersion of the last acknowledged event.
+func (s *Store) CurrentRV() uint64 { return s.rv.Load() }
+
+// Dir returns the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close stops accepting writes, waits for in-flight writes to be acknowledged,
+// ends all watches and closes pebble, releasing the directory lock.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	s.closeMu.Unlock()
+
+	<-s.stopped
+	s.mu.Lock()
+	for w := range s.watchers {
+		w.Stop()
+	}
+	s.mu.Unlock()
+	s.watchWG.Wait()
+	s.dbMu.Lock()
+	s.dbClosed = true
+	err := s.db.Close()
+	s.dbMu.Unlock()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("store: close %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// gr is the GroupResource used in errors for resource.
+func gr(resource string) schema.GroupResource {
+	return schema.GroupResource{Group: Group, Resource: resource}
+}
+
+// pebbleLogger routes pebble's messages to slog.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...interface{}) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...interface{}) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...interface{}) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	os.Exit(1)
+}

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// WatchOptions select where a watch starts and what it delivers.
+type WatchOptions struct {
+	// ResourceVersion "" or "0" starts with ADDED events for the current
+	// matching objects; any other value replays events after it.
+	ResourceVersion string
+	// LabelSelector filters objects; nil means everything.
+	LabelSelector labels.Selector
+	// AllowBookmarks enables periodic watch.Bookmark events whose object
+	// carries only metadata.resourceVersion.
+	AllowBookmarks bool
+}
+
+// watcher is one open watch. The publisher pushes events into in without
+// blocking; the watcher's goroutine filters and forwards them.
+type watcher struct {
+	s          *Store
+	resource   string
+	ns         string
+	sel        labels.Selector
+	everything bool
+	bookmarks  bool
+
+	in         chan *event
+	fellBehind atomic.Bool
+	result     chan watch.Event
+	stop       chan struct{}
+	stopOnce   sync.Once
+
+	// startRV: only events with seq > startRV are delivered live.
+	startRV  uint64
+	snapshot []*entry         // initial ADDED objects (ResourceVersion "" / "0")
+	iter     *pebble.Iterator // replay of the log (explicit ResourceVersion)
+}
+
+// Stop ends the watch; ResultChan is closed soon after.
+func (w *watcher) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// ResultChan delivers the watch events.
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Watch streams changes of resource in namespace ("" = all namespaces).
+// A ResourceVersion older than the compacted watch log fails with 410
+// (IsResourceExpired) before any event. A watcher that falls more than
+// Options.WatchBuffer events behind receives a watch.Error event carrying a
+// 410 *metav1.Status ("watcher fell behind, re-watch from X") and its result
+// channel is closed; it never blocks writers. The watch ends when ctx ends,
+// on Stop, or on Close.
+func (s *Store) Watch(ctx context.Context, resource, namespace string, opts WatchOptions) (watch.Interface, error) {
+	if err := checkSegment("resource", resource); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	var from uint64
+	replay := opts.ResourceVersion != "" && opts.ResourceVersion != "0"
+	if replay {
+		v, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, badRequest("invalid resourceVersion %q: must be a decimal integer", opts.ResourceVersion)
+		}
+		from = v
+	}
+	sel := opts.LabelSelector
+	if sel == nil {
+		sel = labels.Everything()
+	}
+	w := &watcher{
+		s: s, resource: resource, ns: namespace, sel: sel, everything: sel.Empty(),
+		bookmarks: opts.AllowBookmarks,
+		in:        make(chan *event, s.opts.WatchBuffer),
+		result:    make(chan watch.Event),
+		stop:      make(chan struct{}),
+	}
+
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		return nil, ErrClosed
+	default:
+	}
+	cur := s.rv.Load()
+	if replay {
+		if from+1 < s.compactFrom {
+			oldest := s.compactFrom - 1
+			s.mu.Unlock()
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (oldest available %d)", from, oldest))
+		}
+		if from < cur {
+			it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(from + 1), UpperBound: eventKey(cur + 1)})
+			if err != nil {
+				s.mu.Unlock()
+				return nil, fmt.Errorf("store: watch replay: %w", err)
+			}
+			w.iter = it
+		}
+		w.startRV = max(from, cur)
+	} else {
+		for k, e := range s.index[resource] {
+			if namespace != "" && k.ns != namespace {
+				continue
+			}
+			if !w.everything && !sel.Matches(labels.Set(e.labels)) {
+				continue
+			}
+			w.snapshot = append(w.snapshot, e)
+		}
+		w.startRV = cur
+	}
+	s.watchers[w] = struct{}{}
+	s.watchWG.Add(1)
+	s.mu.Unlock()
+
+	go w.run(ctx, from)
+	return w, nil
+}
+
+// fanout offers events to watchers; called by the publisher under s.mu.
+func (s *Store) fanout(events []*event) {
+	if len(s.watchers) == 0 {
+		return
+	}
+	for _, ev := range events {
+		for w := range s.watchers {
+			if w.resource != ev.resource || (w.ns != "" && w.ns != ev.ns) {
+				continue
+			}
+			select {
+			case w.in <- ev:
+			default:
+				w.fellBehind.Store(true)
+				close(w.in)
+				delete(s.watchers, w)
+			}
+		}
+	}
+}
+
+func (w *watcher) run(ctx context.Context, from uint64) {
+	defer w.s.watchWG.Done()
+	defer close(w.result)
+	defer func() {
+		if w.iter != nil {
+			_ = w.iter.Close()
+		}
+	}()
+	defer func() {
+		w.s.mu.Lock()
+		delete(w.s.watchers, w)
+		w.s.mu.Unlock()
+	}()
+	send := func(e watch.Event) bool {
+		select {
+		case w.result <- e:
+			return true
+		case <-w.stop:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+
+	lastSeen := w.startRV
+	if w.iter != nil {
+		for w.iter.First(); w.iter.Valid(); w.iter.Next() {
+			ev, err := decodeRecord(w.iter.Value())
+			if err != nil {
+				w.s.log.Error("watch replay: undecodable event", "err", err)
+				send(errorEvent(apierrors.NewInternalError(err)))
+				return
+			}
+			if out, ok := w.translate(ev); ok && !send(out) {
+				return
+			}
+		}
+		if err := w.iter.Error(); err != nil {
+			send(errorEvent(apierrors.NewInternalError(fmt.Errorf("watch replay: %w", err))))
+			return
+		}
+		_ = w.iter.Close()
+		w.iter = nil
+	} else if from == 0 {
+		snap := w.snapshot
+		w.snapshot = nil
+		sort.Slice(snap, func(i, j int) bool {
+			a, b := snap[i].obj, snap[j].obj
+			if a.GetNamespace() != b.GetNamespace() {
+				return a.GetNamespace() < b.GetNamespace()
+			}
+			return a.GetName() < b.GetName()
+		})
+		for _, e := range snap {
+			if !send(watch.Event{Type: watch.Added, Object: e.obj.DeepCopy()}) {
+				return
+			}
+		}
+	}
+
+	var tick <-chan time.Time
+	if w.bookmarks {
+		t := time.NewTicker(w.s.opts.BookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case ev, ok := <-w.in:
+			if !ok {
+				if w.fellBehind.Load() {
+					send(errorEvent(apierrors.NewResourceExpired(
+						fmt.Sprintf("watcher fell behind, re-watch from %d", lastSeen))))
+				}
+				return
+			}
+			if ev.seq <= w.startRV {
+				continue
+			}
+			lastSeen = ev.seq
+			if out, ok := w.translate(ev); ok && !send(out) {
+				return
+			}
+		case <-tick:
+			if !send(w.bookmark(lastSeen)) {
+				return
+			}
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// bookmark reports the newest resourceVersion this watcher has fully
+// consumed: the store's current one when nothing is queued for it.
+func (w *watcher) bookmark(lastSeen uint64) watch.Event {
+	w.s.mu.RLock()
+	rv := lastSeen
+	if len(w.in) == 0 {
+		rv = max(rv, w.s.rv.Load())
+	}
+	w.s.mu.RUnlock()
+	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	u.SetResourceVersion(strconv.FormatUint(rv, 10))
+	return watch.Event{Type: watch.Bookmark, Object: u}
+}
+
+func errorEvent(err *apierrors.StatusError) watch.Event {
+	st := err.ErrStatus
+	return watch.Event{Type: watch.Error, Object: &st}
+}
+
+// translate maps a log event to what this watcher should see, if anything.
+func (w *watcher) translate(ev *event) (watch.Event, bool) {
+	if ev.resource != w.resource || (w.ns != "" && ev.ns != w.ns) {
+		return watch.Event{}, false
+	}
+	newMatch, oldMatch := true, true
+	if !w.everything {
+		newMatch = w.sel.Matches(labels.Set(ev.obj.GetLabels()))
+		oldMatch = newMatch
+		if ev.labelsChanged {
+			oldMatch = w.sel.Matches(labels.Set(ev.prevLabels))
+		}
+	}
+	var t watch.EventType
+	switch ev.typ {
+	case TypeAdded:
+		if !newMatch {
+			return watch.Event{}, false
+		}
+		t = watch.Added
+	case TypeDeleted:
+		if !oldMatch {
+			return watch.Event{}, false
+		}
+		t = watch.Deleted
+	default:
+		switch {
+		case oldMatch && newMatch:
+			t = watch.Modified
+		case oldMatch:
+			t = watch.Deleted
+		case newMatch:
+			t = watch.Added
+		default:
+			return watch.Event{}, false
+		}
+	}
+	return watch.Event{Type: t, Object: ev.obj.DeepCopy()}, true
+}

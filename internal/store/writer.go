@@ -1,0 +1,353 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+type opKind int
+
+const (
+	opCreate opKind = iota
+	opUpdate
+	opUpdateStatus
+	opDelete
+	opPutKV
+	opGetKV
+	opTakeKV
+	opDeleteKV
+	opCompact
+)
+
+// mutation is one request to the writer. The writer fills out/outVal/err and
+// the publisher closes done once the request's group is durable.
+type mutation struct {
+	op       opKind
+	resource string
+	ns, name string
+	obj      *unstructured.Unstructured // normalized private copy
+	uid, rv  string                     // preconditions ("" = none)
+	key      []byte                     // side-table key
+	val      []byte
+	keepFrom uint64
+
+	out    *unstructured.Unstructured // shared, read-only
+	outVal []byte
+	err    error
+	done   chan struct{}
+}
+
+// writerState is the writer goroutine's view: the published state plus every
+// group applied to pebble but not yet published.
+type writerState struct {
+	objs        map[objKey]*entry
+	seq         uint64
+	compactFrom uint64
+}
+
+type change struct {
+	k objKey
+	e *entry // nil: removed
+}
+
+type undoRec struct {
+	k    objKey
+	prev *entry
+}
+
+type kvOverlay struct {
+	val     []byte
+	deleted bool
+}
+
+// group is the unit of one pebble batch and one fsync wait.
+type group struct {
+	muts        []*mutation
+	batch       *pebble.Batch // nil when the group wrote nothing
+	events      []*event
+	changes     []change
+	undo        []undoRec
+	kv          map[string]kvOverlay
+	startSeq    uint64
+	lastSeq     uint64
+	compactFrom uint64 // raised floor, 0 if unchanged
+}
+
+// submit hands m to the writer and waits for its acknowledgement. A write
+// whose context ends while waiting may still be committed.
+func (s *Store) submit(ctx context.Context, m *mutation) error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	m.done = make(chan struct{})
+	select {
+	case s.mutCh <- m:
+	case <-s.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("store: %w", ctx.Err())
+	}
+	select {
+	case <-m.done:
+		return m.err
+	case <-s.stopped:
+		select {
+		case <-m.done:
+			return m.err
+		default:
+			return ErrClosed
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("store: waiting for commit: %w", ctx.Err())
+	}
+}
+
+func (s *Store) writeLoop() {
+	defer close(s.pubCh)
+	for {
+		var first *mutation
+		select {
+		case first = <-s.mutCh:
+		case <-s.closing:
+			return
+		}
+		g := &group{muts: []*mutation{first}}
+	drain:
+		for len(g.muts) < maxGroup {
+			select {
+			case m := <-s.mutCh:
+				g.muts = append(g.muts, m)
+			default:
+				break drain
+			}
+		}
+		s.applyGroup(g)
+		s.pubCh <- g
+	}
+}
+
+func (s *Store) applyGroup(g *group) {
+	if p := s.failed.Load(); p != nil {
+		for _, m := range g.muts {
+			m.err = *p
+		}
+		return
+	}
+	b := s.db.NewBatch()
+	g.startSeq = s.w.seq
+	for _, m := range g.muts {
+		m.err = s.applyOne(g, b, m)
+		if m.err != nil {
+			m.out, m.outVal = nil, nil
+		}
+	}
+	if g.lastSeq > 0 {
+		if err := b.Set(keyRV, encodeUint64(g.lastSeq), nil); err != nil {
+			s.abortGroup(g, b, err)
+			return
+		}
+		if retain := s.opts.CompactRetain; retain > 0 {
+			slack := uint64(max(retain/16, 1))
+			if s.w.seq-s.w.compactFrom+1 > uint64(retain)+slack {
+				if err := s.compactTo(g, b, s.w.seq-uint64(retain)+1); err != nil {
+					s.abortGroup(g, b, err)
+					return
+				}
+			}
+		}
+	}
+	if b.Empty() {
+		_ = b.Close()
+		return
+	}
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		s.abortGroup(g, b, err)
+		return
+	}
+	g.batch = b
+}
+
+// abortGroup undoes the writer view changes of a group that could not be
+// applied and fails every mutation in it.
+func (s *Store) abortGroup(g *group, b *pebble.Batch, cause error) {
+	_ = b.Close()
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		u := g.undo[i]
+		if u.prev == nil {
+			delete(s.w.objs, u.k)
+		} else {
+			s.w.objs[u.k] = u.prev
+		}
+	}
+	s.w.seq = g.startSeq
+	err := fmt.Errorf("store: apply batch: %w", cause)
+	for _, m := range g.muts {
+		if m.err == nil {
+			m.err, m.out, m.outVal = err, nil, nil
+		}
+	}
+	g.events, g.changes, g.undo, g.lastSeq = nil, nil, nil, 0
+	s.log.Error("store batch failed", "err", cause)
+}
+
+func (s *Store) applyOne(g *group, b *pebble.Batch, m *mutation) error {
+	switch m.op {
+	case opCreate:
+		return s.applyCreate(g, b, m)
+	case opUpdate:
+		return s.applyUpdate(g, b, m)
+	case opUpdateStatus:
+		return s.applyUpdateStatus(g, b, m)
+	case opDelete:
+		return s.applyDelete(g, b, m)
+	case opPutKV, opGetKV, opTakeKV, opDeleteKV:
+		return s.applyKV(g, b, m)
+	case opCompact:
+		return s.compactTo(g, b, m.keepFrom)
+	default:
+		return fmt.Errorf("store: unknown operation %d", m.op)
+	}
+}
+
+// nextSeq allocates the next event sequence number.
+func (s *Store) nextSeq(g *group) uint64 {
+	s.w.seq++
+	g.lastSeq = s.w.seq
+	return s.w.seq
+}
+
+// emit writes one event: log entry, history entry and projection, and
+// updates the writer view. obj must already carry resourceVersion = seq.
+func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string, now time.Time,
+	obj *unstructured.Unstructured, prev *entry, remove bool) error {
+	objJSON, err := json.Marshal(obj.Object)
+	if err != nil {
+		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
+	}
+	ev := &event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, obj: obj}
+	if prev != nil {
+		newLabels := obj.GetLabels()
+		if !labelsEqual(prev.labels, newLabels) {
+			ev.labelsChanged = true
+			ev.prevLabels = prev.labels
+			if ev.prevLabels == nil {
+				ev.prevLabels = map[string]string{}
+			}
+		}
+	}
+	rec, err := encodeRecord(ev, objJSON)
+	if err != nil {
+		return err
+	}
+	ok := objectKey(k.resource, k.ns, k.name)
+	err = errors.Join(
+		b.Set(eventKey(seq), rec, nil),
+		b.Set(historyKey(k.resource, k.ns, k.name, seq), rec, nil),
+	)
+	if remove {
+		err = errors.Join(err, b.Delete(ok, nil))
+	} else {
+		err = errors.Join(err, b.Set(ok, objJSON, nil))
+	}
+	if err != nil {
+		return fmt.Errorf("store: build batch: %w", err)
+	}
+	var e *entry
+	if !remove {
+		e = &entry{obj: obj, rv: seq, labels: obj.GetLabels()}
+		s.w.objs[k] = e
+	} else {
+		delete(s.w.objs, k)
+	}
+	g.undo = append(g.undo, undoRec{k: k, prev: prev})
+	g.changes = append(g.changes, change{k: k, e: e})
+	g.events = append(g.events, ev)
+	return nil
+}
+
+func labelsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// compactTo trims the watch log below keepFrom (clamped to the next seq).
+func (s *Store) compactTo(g *group, b *pebble.Batch, keepFrom uint64) error {
+	if keepFrom > s.w.seq+1 {
+		keepFrom = s.w.seq + 1
+	}
+	if keepFrom <= s.w.compactFrom {
+		return nil
+	}
+	if err := errors.Join(
+		b.DeleteRange(eventKey(s.w.compactFrom), eventKey(keepFrom), nil),
+		b.Set(keyCompact, encodeUint64(keepFrom), nil),
+	); err != nil {
+		return fmt.Errorf("store: build compaction: %w", err)
+	}
+	s.w.compactFrom = keepFrom
+	g.compactFrom = keepFrom
+	// Raise the published floor before the range deletion becomes visible,
+	// so a watch registering now cannot replay from a trimmed log.
+	s.mu.Lock()
+	s.compactFrom = keepFrom
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) publishLoop() {
+	defer close(s.stopped)
+	for g := range s.pubCh {
+		s.publish(g)
+	}
+}
+
+// publish waits for g's fsync, then makes it visible and acknowledges it.
+func (s *Store) publish(g *group) {
+	if g.batch != nil {
+		err := g.batch.SyncWait()
+		_ = g.batch.Close()
+		if err != nil {
+			ferr := fmt.Errorf("store: sync failed, store is unusable: %w", err)
+			s.failed.CompareAndSwap(nil, &ferr)
+			s.log.Error("store sync failed", "err", err)
+			for _, m := range g.muts {
+				m.err, m.out, m.outVal = ferr, nil, nil
+				close(m.done)
+			}
+			return
+		}
+	}
+	if len(g.changes) > 0 || len(g.events) > 0 {
+		s.mu.Lock()
+		for _, c := range g.changes {
+			if c.e == nil {
+				if m := s.index[c.k.resource]; m != nil {
+					delete(m, nsName{c.k.ns, c.k.name})
+				}
+			} else {
+				s.indexPut(c.k.resource, nsName{c.k.ns, c.k.name}, c.e)
+			}
+		}
+		if g.lastSeq > s.rv.Load() {
+			s.rv.Store(g.lastSeq)
+		}
+		s.fanout(g.events)
+		s.mu.Unlock()
+	}
+	for _, m := range g.muts {
+		close(m.done)
+	}
+}
