@@ -49,10 +49,10 @@ type PeerSet struct {
 type PeerPolicy struct {
 	// sendTo lists who this agent may message.
 	// +optional
-	SendTo PeerSet `json:"sendTo,omitempty"`
+	SendTo *PeerSet `json:"sendTo,omitempty"`
 	// receiveFrom lists who may message this agent.
 	// +optional
-	ReceiveFrom PeerSet `json:"receiveFrom,omitempty"`
+	ReceiveFrom *PeerSet `json:"receiveFrom,omitempty"`
 }
 
 // EgressPolicy is the agent's default-deny egress allow-list (seed §10).
@@ -152,13 +152,13 @@ type AgentSpec struct {
 	Provider ProviderSpec `json:"provider,omitempty"`
 	// peers configures who the agent may message and be messaged by.
 	// +optional
-	Peers PeerPolicy `json:"peers,omitempty"`
+	Peers *PeerPolicy `json:"peers,omitempty"`
 	// egress is the agent's egress allow-list; everything else is denied.
 	// +optional
-	Egress EgressPolicy `json:"egress,omitempty"`
+	Egress *EgressPolicy `json:"egress,omitempty"`
 	// budget is the agent's spend-rate allocation.
 	// +optional
-	Budget BudgetSpec `json:"budget,omitempty"`
+	Budget *BudgetSpec `json:"budget,omitempty"`
 	// resources bounds each conversation container of the agent.
 	// +optional
 	// +kubebuilder:default={}

@@ -1,0 +1,112 @@
+// Command aicli-supervisor is the AiCli host supervisor daemon: the durable
+// home of agents and the driver of their conversation containers.
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/go-logr/logr"
+
+	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/supervisor"
+)
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "aicli-supervisor:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	var cfg supervisor.Config
+	var logFormat, logLevel string
+	root := &cobra.Command{
+		Use:           "aicli-supervisor",
+		Short:         "Run the AiCli host supervisor",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = log
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return supervisor.Run(ctx, cfg)
+		},
+	}
+	f := root.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", layout.DefaultDataDir(), "directory holding the store, sockets, keys and agents' durable homes")
+	f.StringVar(&cfg.Socket, "socket", "", "admin unix socket (default <data-dir>/supervisor.sock)")
+	f.StringVar(&cfg.Listen, "listen", "", "also serve the API on this TCP HOST:PORT, with TLS and bearer tokens")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate for --listen (default: self-signed under <data-dir>/tls)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key for --listen")
+	f.StringVar(&cfg.TokensFile, "tokens-file", "", "bearer tokens for --listen (default <data-dir>/tokens.yaml)")
+	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.AddCommand(newTokenCommand())
+	return root
+}
+
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler
+	switch format {
+	case "json":
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	case "text":
+		h = slog.NewTextHandler(os.Stderr, opts)
+	default:
+		return nil, fmt.Errorf("--log-format must be json or text, not %q", format)
+	}
+	log := slog.New(h)
+	slog.SetDefault(log)
+	lr := logr.FromSlogHandler(h)
+	ctrl.SetLogger(lr)
+	klog.SetLogger(lr)
+	return log, nil
+}
+
+func newTokenCommand() *cobra.Command {
+	token := &cobra.Command{Use: "token", Short: "Manage bearer tokens of the TCP API"}
+	var dataDir, file, name string
+	var namespaces []string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a token bound to namespaces and print it once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				file = layout.Dir(dataDir).Tokens()
+			}
+			raw, err := supervisor.CreateToken(file, name, namespaces)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), raw)
+			fmt.Fprintf(cmd.ErrOrStderr(), "token %q added to %s; restart the supervisor to load it\n", name, file)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
+	create.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+	create.Flags().StringVar(&name, "name", "", "who holds the token")
+	create.Flags().StringSliceVar(&namespaces, "namespace", nil, "namespace the token may touch (repeatable; \"*\" for all)")
+	token.AddCommand(create)
+	return token
+}

@@ -1,0 +1,3 @@
+// Package admission holds the cross-object write checks of the API: immutable
+// fields and "one live conversation per agent" (seed §8).
+package admission

@@ -1,0 +1,122 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
+)
+
+// Principal is who is calling. Namespaces nil means every namespace.
+type Principal struct {
+	Name       string
+	Namespaces []string
+}
+
+// AllNamespaces reports whether the principal may touch every namespace.
+func (p *Principal) AllNamespaces() bool { return p.Namespaces == nil }
+
+// Allowed reports whether the principal may touch namespace ns.
+func (p *Principal) Allowed(ns string) bool {
+	return p.AllNamespaces() || slices.Contains(p.Namespaces, ns)
+}
+
+// LocalAdmin is the principal of every request on the unix socket, which only
+// the socket's owner can open (mode 0600).
+var LocalAdmin = &Principal{Name: "local-admin"}
+
+type principalKey struct{}
+
+// WithPrincipal marks ctx as authenticated as p.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the caller of an authenticated request.
+func PrincipalFrom(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok
+}
+
+// Token is one bearer token entry: the SHA-256 of the token, never the token.
+type Token struct {
+	// Name identifies the token holder in logs.
+	Name string `json:"name"`
+	// SHA256 is the hex SHA-256 of the raw token.
+	SHA256 string `json:"sha256"`
+	// Namespaces the token may touch; ["*"] means all.
+	Namespaces []string `json:"namespaces"`
+}
+
+// TokenFile is the on-disk list of bearer tokens.
+type TokenFile struct {
+	Tokens []Token `json:"tokens"`
+}
+
+// HashToken returns the hex SHA-256 of a raw token.
+func HashToken(raw string) string {
+	sum := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(sum[:])
+}
+
+// LoadTokens reads a token file; a missing file yields no tokens.
+func LoadTokens(path string) (*TokenFile, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return &TokenFile{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var tf TokenFile
+	if err := yaml.UnmarshalStrict(data, &tf); err != nil {
+		return nil, fmt.Errorf("token file %s: %w", path, err)
+	}
+	for i, t := range tf.Tokens {
+		if len(t.SHA256) != 64 {
+			return nil, fmt.Errorf("token file %s: tokens[%d].sha256 must be 64 hex characters", path, i)
+		}
+		if len(t.Namespaces) == 0 {
+			return nil, fmt.Errorf("token file %s: tokens[%d].namespaces must name at least one namespace or \"*\"", path, i)
+		}
+	}
+	return &tf, nil
+}
+
+// TokenAuthenticator authenticates bearer tokens against a token list.
+type TokenAuthenticator struct {
+	tokens []Token
+}
+
+// NewTokenAuthenticator returns an authenticator over tf.
+func NewTokenAuthenticator(tf *TokenFile) *TokenAuthenticator {
+	return &TokenAuthenticator{tokens: tf.Tokens}
+}
+
+// Authenticate returns the principal of the request's bearer token, or a 401.
+func (a *TokenAuthenticator) Authenticate(r *http.Request) (*Principal, error) {
+	h := r.Header.Get("Authorization")
+	raw, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || raw == "" {
+		return nil, apierrors.NewUnauthorized("a bearer token is required (Authorization: Bearer <token>)")
+	}
+	sum := HashToken(strings.TrimSpace(raw))
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(t.SHA256))) == 1 {
+			p := &Principal{Name: t.Name}
+			if !slices.Contains(t.Namespaces, "*") {
+				p.Namespaces = append([]string{}, t.Namespaces...)
+			}
+			return p, nil
+		}
+	}
+	return nil, apierrors.NewUnauthorized("the bearer token is not valid")
+}

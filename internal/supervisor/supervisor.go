@@ -1,0 +1,252 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"aicli.dev/aicli/controllers"
+	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/store"
+)
+
+// Config is the supervisor's command-line configuration.
+type Config struct {
+	// DataDir holds the store, sockets, keys and agents' durable directories.
+	DataDir string
+	// Socket is the admin unix socket; default <DataDir>/supervisor.sock.
+	Socket string
+	// Listen, when set, also serves the API on TCP with TLS and bearer tokens.
+	Listen string
+	// TLSCert and TLSKey name the TCP listener's certificate; when empty a
+	// self-signed one is created under <DataDir>/tls.
+	TLSCert, TLSKey string
+	// TokensFile lists the TCP API's bearer tokens; default <DataDir>/tokens.yaml.
+	TokensFile string
+	Logger     *slog.Logger
+	// Ready, when set, is called once the supervisor serves requests.
+	Ready func(*Supervisor)
+}
+
+// Supervisor is a running daemon.
+type Supervisor struct {
+	cfg     Config
+	dir     layout.Dir
+	store   *store.Store
+	id      string
+	ready   atomic.Bool
+	servers []*http.Server
+	// TCPAddr is the bound TCP address when Listen is set.
+	TCPAddr net.Addr
+}
+
+// ID returns the supervisor's stable id.
+func (s *Supervisor) ID() string { return s.id }
+
+// Run starts the supervisor and blocks until ctx ends, then shuts down
+// gracefully: listeners stop accepting, in-flight requests finish (bounded),
+// controllers stop, the store closes.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = layout.DefaultDataDir()
+	}
+	dir := layout.Dir(cfg.DataDir)
+	if cfg.Socket == "" {
+		cfg.Socket = dir.Socket()
+	}
+	if cfg.TokensFile == "" {
+		cfg.TokensFile = dir.Tokens()
+	}
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	st, err := store.Open(dir.Store(), store.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id, err := supervisorID(dir)
+	if err != nil {
+		return err
+	}
+	s := &Supervisor{cfg: cfg, dir: dir, store: st, id: id}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := apiserver.New(apiserver.Options{
+		Store:     st,
+		Logger:    log,
+		Metrics:   apiserver.NewMetrics(reg),
+		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}},
+	})
+
+	ctrlCtx, stopControllers := context.WithCancel(ctx)
+	defer stopControllers()
+	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log}); err != nil {
+		return err
+	}
+
+	mux := s.mux(api.Handler(), reg)
+	unixLn, err := listenUnix(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	s.serve(unixLn, apiserver.Authenticated(mux, func(*http.Request) (*apiserver.Principal, error) {
+		return apiserver.LocalAdmin, nil
+	}), errc)
+	log.Info("serving the API", "socket", cfg.Socket, "dataDir", cfg.DataDir, "supervisorID", id)
+
+	if cfg.Listen != "" {
+		tcpLn, err := s.listenTLS()
+		if err != nil {
+			return err
+		}
+		tokens, err := apiserver.LoadTokens(cfg.TokensFile)
+		if err != nil {
+			return err
+		}
+		if len(tokens.Tokens) == 0 {
+			log.Warn("TCP API has no tokens: every request will get 401; add one with `aicli-supervisor token create`", "file", cfg.TokensFile)
+		}
+		authn := apiserver.NewTokenAuthenticator(tokens)
+		s.serve(tcpLn, apiserver.Authenticated(mux, authn.Authenticate), errc)
+		s.TCPAddr = tcpLn.Addr()
+		log.Info("serving the API on TCP", "addr", tcpLn.Addr().String())
+	}
+	s.ready.Store(true)
+	if cfg.Ready != nil {
+		cfg.Ready(s)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		log.Error("listener failed", "err", err)
+	}
+	log.Info("shutting down")
+	s.ready.Store(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, srv := range s.servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	stopControllers()
+	_ = os.Remove(cfg.Socket)
+	return nil
+}
+
+func (s *Supervisor) mux(api http.Handler, reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(apiserver.APIPrefix, api)
+	mux.Handle(apiserver.APIPrefix+"/", api)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+func (s *Supervisor) serve(ln net.Listener, h http.Handler, errc chan<- error) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn)}
+	s.servers = append(s.servers, srv)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+}
+
+// listenUnix listens on path with mode 0600, replacing a stale socket file
+// left by a crashed supervisor (the store's lock already guarantees that no
+// other supervisor of this data dir runs).
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("socket path %s exists and is not a socket", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("socket %s is in use by another process", path)
+		}
+		_ = os.Remove(path)
+	}
+	old := umask(0o177)
+	ln, err := net.Listen("unix", path)
+	umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+func supervisorID(dir layout.Dir) (string, error) {
+	data, err := os.ReadFile(dir.SupervisorID())
+	if err == nil {
+		return strings.TrimSpace(string(data)), nil
+	}
+	if !os.IsNotExist(err) {
+		return "", err
+	}
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	id := "sup-" + hex.EncodeToString(b)
+	if err := writeFileAtomic(dir.SupervisorID(), []byte(id+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,5 @@
+package supervisor
+
+import "syscall"
+
+func umask(mask int) int { return syscall.Umask(mask) }
