@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# test.sh — the whole test suite, as CI runs it: Docker installed and started
+# when missing (its absence fails loudly), generated code checked, then unit,
+# integration and Docker e2e tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hack/ensure-docker.sh
+docker info >/dev/null 2>&1 || { echo "test.sh: Docker engine unreachable after ensure-docker.sh" >&2; exit 1; }
+echo "== verify generated code"
+go tool -modfile=hack/tools/go.mod controller-gen object paths=./apis/...
+go tool -modfile=hack/tools/go.mod controller-gen crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+if [ -d .git ] && ! git diff --quiet -- apis config/crd; then
+  git diff --stat -- apis config/crd
+  echo "test.sh: generated files are stale: run 'make generate manifests'" >&2
+  exit 1
+fi
+echo "== vet"
+go vet ./...
+go vet -tags e2e ./e2e/...
+echo "== unit and integration tests"
+go test -count=1 -timeout 20m ./...
+echo "== Docker e2e"
+go test -tags e2e -count=1 -timeout 30m ./e2e/...
