@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,11 +15,12 @@ import (
 
 	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/harness/fake"
+	"aicli.dev/aicli/guest/internal/testenv"
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
 // testUID is the unprivileged user the CLI runs as in tests.
-const testUID = 1000
+const testUID = testenv.UID
 
 var (
 	fakeBin  string // the fake CLI built for this test run
@@ -29,34 +28,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code, err := run(m)
+	dir, bin, err := testenv.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	testBase, fakeBin = dir, bin
+	code := m.Run()
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func run(m *testing.M) (int, error) {
-	if os.Geteuid() != 0 {
-		return 0, fmt.Errorf("ptyhost tests run the CLI as uid %d and need root", testUID)
-	}
-	base, err := os.MkdirTemp("", "ptyhost-test-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(base)
-	if err := os.Chmod(base, 0o755); err != nil {
-		return 0, err
-	}
-	testBase = base
-	fakeBin = filepath.Join(base, "aicli-fake-cli")
-	build := exec.Command("go", "build", "-o", fakeBin, "aicli.dev/aicli/cmd/aicli-fake-cli")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("build fake cli: %v\n%s", err, out)
-	}
-	return m.Run(), nil
 }
 
 // env is one test's home and workdir, owned by the CLI user.
@@ -66,24 +46,8 @@ type env struct {
 
 func newEnv(t testing.TB) env {
 	t.Helper()
-	dir, err := os.MkdirTemp(testBase, "t-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e := env{home: filepath.Join(dir, "home"), work: filepath.Join(dir, "work")}
-	for _, d := range []string{dir, e.work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chown(e.work, testUID, testUID); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	d := testenv.NewDirs(t, testBase)
+	return env{home: d.Home, work: d.Work}
 }
 
 type hostOpt func(*Options, *fake.Options)

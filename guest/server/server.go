@@ -1,0 +1,277 @@
+// Package server serves the AiCliPty contract (ptyapi.PTY) as JSON over HTTP,
+// plus the raw PTY byte stream as a streaming response. The guest mounts it on
+// the side channel; guest/ptyclient is its client.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// Routes of the wire protocol. JSON bodies are the ptyapi types or the
+// request types below; every error is an ErrorBody with a code.
+const (
+	PathStart       = "/v1/start"        // POST ptyapi.StartRequest → ptyapi.StartResponse
+	PathSendString  = "/v1/send-string"  // POST TextRequest
+	PathSendKeys    = "/v1/send-keys"    // POST KeysRequest
+	PathSendMessage = "/v1/send-message" // POST TextRequest
+	PathScreen      = "/v1/screen"       // GET → ptyapi.Screen
+	PathResize      = "/v1/resize"       // POST ResizeRequest
+	PathStatus      = "/v1/status"       // GET → ptyapi.StatusInfo
+	PathQuota       = "/v1/quota"        // GET → ptyapi.Quota
+	PathStream      = "/v1/stream"       // GET → application/octet-stream, raw PTY bytes until EOF
+	PathStop        = "/v1/stop"         // POST
+	PathHealth      = "/v1/healthz"      // GET → 200
+)
+
+// maxBodyBytes bounds request bodies: a maximal message JSON-escaped at worst
+// six bytes per input byte, plus room for the envelope.
+const maxBodyBytes = 6*ptyapi.MaxMessageBytes + 64<<10
+
+// TextRequest carries text for send-string and send-message.
+type TextRequest struct {
+	Text string `json:"text"`
+}
+
+// KeysRequest carries named keys for send-keys.
+type KeysRequest struct {
+	Keys []ptyapi.Key `json:"keys"`
+}
+
+// ResizeRequest carries a new terminal size.
+type ResizeRequest struct {
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
+}
+
+// ErrorBody is the JSON body of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail names the contract error code and a human message.
+type ErrorDetail struct {
+	Code    ptyapi.ErrorCode `json:"code"`
+	Message string           `json:"message"`
+}
+
+// Handler serves p with no logging.
+func Handler(p ptyapi.PTY) http.Handler { return NewHandler(p, nil) }
+
+// NewHandler serves p, logging failures to log (nil: discard).
+func NewHandler(p ptyapi.PTY, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &srv{p: p, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathStart, s.start)
+	mux.HandleFunc("POST "+PathSendString, s.sendString)
+	mux.HandleFunc("POST "+PathSendKeys, s.sendKeys)
+	mux.HandleFunc("POST "+PathSendMessage, s.sendMessage)
+	mux.HandleFunc("GET "+PathScreen, s.screen)
+	mux.HandleFunc("POST "+PathResize, s.resize)
+	mux.HandleFunc("GET "+PathStatus, s.status)
+	mux.HandleFunc("GET "+PathQuota, s.quota)
+	mux.HandleFunc("GET "+PathStream, s.stream)
+	mux.HandleFunc("POST "+PathStop, s.stop)
+	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	return mux
+}
+
+type srv struct {
+	p   ptyapi.PTY
+	log *slog.Logger
+}
+
+// HTTPStatus maps a contract error code to its HTTP status.
+func HTTPStatus(code ptyapi.ErrorCode) int {
+	switch code {
+	case ptyapi.CodeMessageTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case ptyapi.CodeNotStarted, ptyapi.CodeAlreadyStarted:
+		return http.StatusConflict
+	case ptyapi.CodeExited:
+		return http.StatusGone
+	case ptyapi.CodeUnknownHarness, ptyapi.CodeInvalidArgument:
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *srv) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := ptyapi.CodeOf(err)
+	if code == ptyapi.CodeInternal {
+		s.log.Error("pty request failed", "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, HTTPStatus(code), ErrorBody{Error: ErrorDetail{Code: code, Message: err.Error()}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body into v, rejecting unknown fields and oversize bodies.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return ptyapi.Errorf(ptyapi.ErrMessageTooLarge, "request body over %d bytes", maxBodyBytes)
+		}
+		return ptyapi.Errorf(ptyapi.ErrInvalidArgument, "decode request: %v", err)
+	}
+	if dec.More() {
+		return ptyapi.Errorf(ptyapi.ErrInvalidArgument, "trailing data after the JSON body")
+	}
+	return nil
+}
+
+func (s *srv) start(w http.ResponseWriter, r *http.Request) {
+	var req ptyapi.StartRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp, err := s.p.Start(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *srv) sendString(w http.ResponseWriter, r *http.Request) {
+	var req TextRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.done(w, r, s.p.SendString(r.Context(), req.Text))
+}
+
+func (s *srv) sendKeys(w http.ResponseWriter, r *http.Request) {
+	var req KeysRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.done(w, r, s.p.SendKeys(r.Context(), req.Keys...))
+}
+
+func (s *srv) sendMessage(w http.ResponseWriter, r *http.Request) {
+	var req TextRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.done(w, r, s.p.SendMessage(r.Context(), req.Text))
+}
+
+func (s *srv) resize(w http.ResponseWriter, r *http.Request) {
+	var req ResizeRequest
+	if err := decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.done(w, r, s.p.Resize(r.Context(), req.Cols, req.Rows))
+}
+
+func (s *srv) stop(w http.ResponseWriter, r *http.Request) {
+	s.done(w, r, s.p.Stop(r.Context()))
+}
+
+// done answers 204 on success or the error body.
+func (s *srv) done(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *srv) screen(w http.ResponseWriter, r *http.Request) {
+	v, err := s.p.RenderScreen(r.Context())
+	s.reply(w, r, v, err)
+}
+
+func (s *srv) status(w http.ResponseWriter, r *http.Request) {
+	v, err := s.p.Status(r.Context())
+	s.reply(w, r, v, err)
+}
+
+func (s *srv) quota(w http.ResponseWriter, r *http.Request) {
+	v, err := s.p.Quota(r.Context())
+	s.reply(w, r, v, err)
+}
+
+func (s *srv) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// stream copies the raw PTY bytes to the response, flushing every chunk.
+func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
+	rc, err := s.p.Subscribe(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer rc.Close()
+	rctl := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if err := rctl.Flush(); err != nil {
+		return
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := rc.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return
+			}
+			if err := rctl.Flush(); err != nil {
+				return
+			}
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				// The byte count is all a client can see of the cut; log why.
+				s.log.Info("pty stream ended", "err", rerr)
+			}
+			return
+		}
+	}
+}
+
+// ErrorFromBody decodes an error response into a contract error usable with
+// errors.Is against the ptyapi sentinels.
+func ErrorFromBody(status int, body []byte) error {
+	var eb ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil || eb.Error.Code == "" {
+		return &ptyapi.CodedError{Code: ptyapi.CodeInternal,
+			Message: fmt.Sprintf("http %d: %s", status, truncate(string(body), 200))}
+	}
+	return &ptyapi.CodedError{Code: eb.Error.Code, Message: eb.Error.Message}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
