@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,9 +172,13 @@ func TestServeWrongPinIsPermanent(t *testing.T) {
 func TestSessionRedialKeepsKey(t *testing.T) {
 	g := newGateway(t, t.TempDir(), &memStore{kv: map[string][]byte{}})
 	b := bootstrapFor(t, g, "conv-r")
-	s, err := sidechannel.Dial(context.Background(), b, quiet)
+	var logs strings.Builder
+	s, err := sidechannel.Dial(context.Background(), b, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "connected to supervisor") || strings.Contains(logs.String(), b.LaunchToken) {
+		t.Fatalf("guest log missing the connect line or leaking the token:\n%s", logs.String())
 	}
 	if s.ConversationID() != "conv-r" || !wire.ValidFingerprint(s.Fingerprint()) {
 		t.Fatalf("session %s %s", s.ConversationID(), s.Fingerprint())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"net"
@@ -30,6 +29,8 @@ type Launch struct {
 	ConversationID string
 	// HostDir is the per-conversation directory to bind-mount (the directory, not the socket file).
 	HostDir string
+	// HostSocket is the socket inside HostDir, for dialing from the host (tests, diagnostics).
+	HostSocket string
 	// ContainerDir is where HostDir must be mounted inside the container ("/run/aicli").
 	ContainerDir string
 	// Env holds the four bootstrap variables for the container, socket path as seen in the container.
@@ -113,6 +114,7 @@ func (g *Gateway) Prepare(ctx context.Context, conversationID string) (*Launch, 
 	return &Launch{
 		ConversationID: conversationID,
 		HostDir:        conv.dir,
+		HostSocket:     conv.sock,
 		ContainerDir:   wire.ContainerDir,
 		Env: map[string]string{
 			sidechannel.EnvSocket:         filepath.Join(wire.ContainerDir, wire.SocketName),
@@ -284,5 +286,3 @@ func (g *Gateway) Release(conversationID string) error {
 	g.log.Info("released conversation", "conversation", conversationID)
 	return nil
 }
-
-var _ io.Closer = (*GuestConn)(nil)

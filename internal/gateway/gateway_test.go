@@ -8,12 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"aicli.dev/aicli/guest/sidechannel"
 	"aicli.dev/aicli/guest/sidechannel/wire"
@@ -28,6 +32,12 @@ func TestHappyPath(t *testing.T) {
 	}
 	if l.ContainerDir != "/run/aicli" || l.Env[sidechannel.EnvSocket] != "/run/aicli/gw.sock" {
 		t.Fatalf("launch mount/env: %+v", l)
+	}
+	if l.HostSocket != filepath.Join(l.HostDir, "gw.sock") {
+		t.Fatalf("host socket %s", l.HostSocket)
+	}
+	if fi, err := os.Stat(l.HostSocket); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v", fi, err)
 	}
 	if l.Env[sidechannel.EnvFingerprint] != e.g.Fingerprint() || l.Env[sidechannel.EnvConversationID] != "conv-1" {
 		t.Fatalf("launch env: %v", l.Env)
@@ -50,6 +60,9 @@ func TestHappyPath(t *testing.T) {
 	}
 	if cur, ok := e.g.Guest("conv-1"); !ok || cur != gc {
 		t.Fatal("Guest does not return the admitted connection")
+	}
+	if _, err := gc.Ping(); err != nil {
+		t.Fatalf("Ping: %v", err)
 	}
 	// Many concurrent requests, each its own yamux stream or a reused keep-alive stream.
 	var wg sync.WaitGroup
@@ -123,6 +136,28 @@ func TestTokensStoredHashed(t *testing.T) {
 	e.assertNoSecretsLogged(b.LaunchToken, rep.ReconnectSecret)
 }
 
+// counterValue reads one labelled counter from a registry.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 func keys(m map[string][]byte) []string {
 	var out []string
 	for k := range m {
@@ -143,7 +178,8 @@ func assertAbsent(t *testing.T, snap map[string][]byte, secrets ...string) {
 }
 
 func TestLaunchTokenReplay(t *testing.T) {
-	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(o *gateway.Options) { o.Registerer = reg })
 	b := e.prepare("conv-r")
 	dialServe(t, b)
 	gc := waitGuest(t, e.g, "conv-r")
@@ -154,6 +190,12 @@ func TestLaunchTokenReplay(t *testing.T) {
 		t.Fatalf("replay: err = %v, want refusal %s", err, wire.ReasonTokenUnknown)
 	}
 	e.waitRefusal(wire.ReasonTokenUnknown, 1)
+	if got := counterValue(t, reg, "aicli_gateway_refused_total", "reason", "token_unknown"); got != 1 {
+		t.Fatalf("prometheus refused{token_unknown} = %v", got)
+	}
+	if got := counterValue(t, reg, "aicli_gateway_admitted_total", "kind", "launch"); got != 1 {
+		t.Fatalf("prometheus admitted{launch} = %v", got)
+	}
 	if cur, ok := e.g.Guest("conv-r"); !ok || cur != gc {
 		t.Fatal("the replay displaced the admitted guest")
 	}
@@ -485,4 +527,43 @@ func TestClosedGateway(t *testing.T) {
 	if err := e.g.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+}
+
+// TestCloseLeavesNoGoroutines checks that Close ends every listener, handshake and connection goroutine, including
+// a handshake stalled half-way.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	base := runtime.NumGoroutine()
+	e := newEnv(t)
+	var sessions []*sidechannel.Session
+	for i := range 5 {
+		b := e.prepare(fmt.Sprintf("conv-%d", i))
+		s, err := sidechannel.Dial(context.Background(), b, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+		go func() { _ = http.Serve(s, echoHandler(b.ConversationID)) }()
+		get(t, waitGuest(t, e.g, b.ConversationID), "/x")
+	}
+	stalled := dialUnix(t, e.prepare("conv-stall").SocketPath) // never speaks
+	eventually(t, 5*time.Second, func() error {
+		if runtime.NumGoroutine() <= base+5 {
+			return errors.New("handshake goroutine not started yet")
+		}
+		return nil
+	})
+	if err := e.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		<-s.Done() // the guests see the supervisor go away
+	}
+	assertClosedByPeer(t, stalled)
+	_ = stalled.Close()
+	eventually(t, 10*time.Second, func() error {
+		if n := runtime.NumGoroutine(); n > base {
+			return fmt.Errorf("%d goroutines, %d before", n, base)
+		}
+		return nil
+	})
 }

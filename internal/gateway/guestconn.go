@@ -56,6 +56,9 @@ func (c *GuestConn) HTTPClient() *http.Client { return c.client }
 // Done is closed when the connection has ended.
 func (c *GuestConn) Done() <-chan struct{} { return c.mux.CloseChan() }
 
+// Ping measures one round trip of a yamux keepalive ping; an error means the connection is unusable.
+func (c *GuestConn) Ping() (time.Duration, error) { return c.mux.Ping() }
+
 // Close ends the connection. The guest will try to reconnect with its reconnect secret; use Gateway.Release to
 // end the conversation for good.
 func (c *GuestConn) Close() error {

@@ -16,7 +16,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -152,7 +151,7 @@ func (e *env) prepare(conv string) sidechannel.Bootstrap {
 
 func hostBootstrap(l *gateway.Launch) sidechannel.Bootstrap {
 	return sidechannel.Bootstrap{
-		SocketPath:            filepath.Join(l.HostDir, wire.SocketName),
+		SocketPath:            l.HostSocket,
 		SupervisorFingerprint: l.Env[sidechannel.EnvFingerprint],
 		ConversationID:        l.Env[sidechannel.EnvConversationID],
 		LaunchToken:           l.Env[sidechannel.EnvLaunchToken],
