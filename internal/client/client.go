@@ -220,7 +220,16 @@ type ConnectionError struct {
 }
 
 func (e *ConnectionError) Error() string {
-	return fmt.Sprintf("the connection to the server %s failed: %v", e.Server, e.Err)
+	return fmt.Sprintf("the connection to the server %s failed: %v", e.Server, e.Cause())
+}
+
+// Cause is the underlying network error without the request URL around it.
+func (e *ConnectionError) Cause() error {
+	var ue *url.Error
+	if errors.As(e.Err, &ue) {
+		return ue.Err
+	}
+	return e.Err
 }
 
 func (e *ConnectionError) Unwrap() error { return e.Err }

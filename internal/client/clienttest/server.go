@@ -56,6 +56,15 @@ type Server struct {
 	log      []logEvent
 	watchers map[*watcher]struct{}
 	requests map[string]int
+	before   func(r *http.Request)
+}
+
+// BeforeServe sets a function run at the start of every request, before the
+// server looks at it (tests use it to interleave concurrent writes).
+func (s *Server) BeforeServe(fn func(r *http.Request)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.before = fn
 }
 
 type historyEntry struct {
@@ -233,7 +242,11 @@ func (w *watcher) matches(ev logEvent) bool {
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests[r.Method+" "+r.URL.Path]++
+	before := s.before
 	s.mu.Unlock()
+	if before != nil {
+		before(r)
+	}
 	ns, plural, name, sub, ok := parsePath(r.URL.Path)
 	if !ok && r.URL.Path != apiPath {
 		writeErr(rw, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))

@@ -1,0 +1,214 @@
+package aictl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"aicli.dev/aicli/internal/apischema"
+	"aicli.dev/aicli/internal/client"
+)
+
+type getOptions struct {
+	output   string
+	allNS    bool
+	selector string
+	watch    bool
+}
+
+func newGetCommand(g *globalOptions) *cobra.Command {
+	o := &getOptions{}
+	cmd := &cobra.Command{
+		Use:   "get KIND [NAME...] | KIND/NAME...",
+		Short: "List resources as a table or print them as yaml, json or names",
+		Example: "  aictl get agents\n  aictl get agents -A -o wide\n  aictl get agent coder -o yaml\n" +
+			"  aictl get conversations -l team=a -w",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			res, targets, err := parseTargets(args, cl.Registry())
+			if err != nil {
+				return err
+			}
+			for _, t := range targets {
+				if t.res != res {
+					return errors.New("get with several names needs them to be of one kind")
+				}
+			}
+			return o.run(cmd.Context(), g, cl, res, targets)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, yaml, json or name (default: table)")
+	f.BoolVarP(&o.allNS, "all-namespaces", "A", false, "list across all namespaces")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. team=a,tier!=db")
+	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, stream changes")
+	return cmd
+}
+
+func (o *getOptions) run(ctx context.Context, g *globalOptions, cl *client.Client, res *apischema.Resource, targets []target) error {
+	switch o.output {
+	case "", "wide", "yaml", "json", "name":
+	default:
+		return fmt.Errorf("unknown output format %q: allowed formats are wide, yaml, json, name", o.output)
+	}
+	ns := g.ns()
+	if o.allNS {
+		ns = ""
+	}
+	out := g.streams.Out
+	var table *tablePrinter
+	if o.output == "" || o.output == "wide" {
+		var err error
+		if table, err = newTablePrinter(res, o.output == "wide", o.allNS); err != nil {
+			return err
+		}
+	}
+
+	var objs []unstructured.Unstructured
+	var listRV string
+	var errs []error
+	if len(targets) > 0 {
+		if o.allNS {
+			return errors.New("a resource cannot be retrieved by name across all namespaces")
+		}
+		for _, t := range targets {
+			obj, err := cl.Get(ctx, res.Plural, ns, t.name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			objs = append(objs, *obj)
+		}
+	} else {
+		list, err := cl.List(ctx, res.Plural, ns, client.ListOptions{LabelSelector: o.selector})
+		if err != nil {
+			return err
+		}
+		objs, listRV = list.Items, list.GetResourceVersion()
+	}
+
+	switch {
+	case table != nil && len(objs) > 0:
+		if err := table.printTable(out, objs, true); err != nil {
+			return err
+		}
+	case table != nil && len(targets) == 0 && !o.watch:
+		if ns == "" {
+			fmt.Fprintln(g.streams.ErrOut, "No resources found")
+		} else {
+			fmt.Fprintf(g.streams.ErrOut, "No resources found in %s namespace.\n", ns)
+		}
+	case table == nil && len(objs) > 0:
+		if err := printObjects(out, o.output, objs, len(targets) != 1, res); err != nil {
+			return err
+		}
+	case table == nil && len(targets) == 0 && !o.watch:
+		if err := printObjects(out, o.output, nil, true, res); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 || !o.watch {
+		return errors.Join(errs...)
+	}
+	return o.stream(ctx, cl, res, ns, targets, objs, listRV, table, len(objs) > 0, out)
+}
+
+// stream prints each change after the listing until ctx ends.
+func (o *getOptions) stream(ctx context.Context, cl *client.Client, res *apischema.Resource, ns string,
+	targets []target, objs []unstructured.Unstructured, rv string, table *tablePrinter, headerDone bool, out io.Writer) error {
+	names := map[string]bool{}
+	for _, t := range targets {
+		names[t.name] = true
+	}
+	if rv == "" { // named objects: resume after the newest one read
+		for i := range objs {
+			if v := objs[i].GetResourceVersion(); newerRV(v, rv) {
+				rv = v
+			}
+		}
+	}
+	selector := o.selector
+	if len(targets) > 0 {
+		selector = ""
+	}
+	return watchLoop(ctx, cl, res.Plural, ns, selector, rv, func(ev watch.Event) (bool, error) {
+		obj, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok || (len(names) > 0 && !names[obj.GetName()]) {
+			return false, nil
+		}
+		if table != nil {
+			err := table.printTable(out, []unstructured.Unstructured{*obj}, !headerDone)
+			headerDone = true
+			return false, err
+		}
+		if o.output == "yaml" {
+			fmt.Fprintln(out, "---")
+		}
+		return false, printObjects(out, o.output, []unstructured.Unstructured{*obj}, false, res)
+	})
+}
+
+// watchLoop watches plural from rv and calls fn for every ADDED, MODIFIED and
+// DELETED event until fn reports done, fn fails, or ctx ends (nil error). A
+// stream the server ends is resumed from the last version seen; a version
+// too old to resume from (410) is an error.
+func watchLoop(ctx context.Context, cl *client.Client, plural, ns, selector, rv string,
+	fn func(watch.Event) (bool, error)) error {
+	backoff := newBackoff()
+	for {
+		w, err := cl.Watch(ctx, plural, ns, client.ListOptions{ResourceVersion: rv, LabelSelector: selector, AllowWatchBookmarks: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		progressed := false
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Error:
+				w.Stop()
+				if st, ok := ev.Object.(*metav1.Status); ok {
+					return apierrors.FromObject(st)
+				}
+				return fmt.Errorf("watch error: %v", ev.Object)
+			case watch.Bookmark:
+				if obj, ok := ev.Object.(*unstructured.Unstructured); ok && obj.GetResourceVersion() != "" {
+					rv = obj.GetResourceVersion()
+				}
+				continue
+			}
+			obj, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			rv, progressed = obj.GetResourceVersion(), true
+			done, err := fn(ev)
+			if done || err != nil {
+				w.Stop()
+				return err
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if progressed {
+			backoff = newBackoff()
+		}
+		if !backoff.wait(ctx) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package aictl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"aicli.dev/aicli/internal/client"
+)
+
+// condition is what wait waits for: a condition type with a status, or
+// deletion.
+type condition struct {
+	deleted bool
+	typ     string
+	status  string
+}
+
+func parseFor(v string) (condition, error) {
+	if strings.EqualFold(v, "delete") {
+		return condition{deleted: true}, nil
+	}
+	spec, ok := strings.CutPrefix(v, "condition=")
+	if !ok || spec == "" {
+		return condition{}, fmt.Errorf("--for must be delete or condition=TYPE[=STATUS], not %q", v)
+	}
+	typ, status, found := strings.Cut(spec, "=")
+	if !found {
+		status = "True"
+	}
+	if typ == "" || status == "" {
+		return condition{}, fmt.Errorf("--for must be delete or condition=TYPE[=STATUS], not %q", v)
+	}
+	return condition{typ: typ, status: status}, nil
+}
+
+// met reports whether obj satisfies c. A condition counts only when it was
+// observed for the object's current generation: its own observedGeneration,
+// or status.observedGeneration when the condition has none.
+func (c condition) met(obj *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, item := range conds {
+		m, ok := item.(map[string]any)
+		if !ok || !strings.EqualFold(str(m["type"]), c.typ) {
+			continue
+		}
+		if !strings.EqualFold(str(m["status"]), c.status) {
+			return false
+		}
+		observed, ok := asInt64(m["observedGeneration"])
+		if !ok || observed == 0 {
+			observed, _, _ = unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+		}
+		return observed == obj.GetGeneration()
+	}
+	return false
+}
+
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+func (c condition) String() string {
+	if c.deleted {
+		return "delete"
+	}
+	return "condition=" + c.typ + "=" + c.status
+}
+
+func newWaitCommand(g *globalOptions) *cobra.Command {
+	var forFlag string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait --for=condition=TYPE[=STATUS]|--for=delete KIND/NAME... | KIND NAME...",
+		Short: "Wait until objects have a condition for their current generation, or are deleted",
+		Long: "Wait watches the objects until the condition holds with an observedGeneration equal to the object's " +
+			"generation (a Ready written for an older spec does not count), or until they are gone. It exits " +
+			"non-zero when --timeout passes first.",
+		Example: "  aictl wait --for=condition=Ready agent/coder --timeout 60s\n  aictl wait --for=delete conversation/coder-1",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := parseFor(forFlag)
+			if err != nil {
+				return err
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			_, targets, err := parseTargets(args, cl.Registry())
+			if err != nil {
+				return err
+			}
+			if len(targets) == 0 {
+				return errors.New("wait needs objects: aictl wait --for=... KIND/NAME")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			for _, t := range targets {
+				if err := waitFor(ctx, cl, t, g.ns(), c); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.streams.Out, "%s condition met\n", ref(t.res, t.name))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&forFlag, "for", "", "condition=TYPE[=STATUS] (STATUS defaults to True) or delete")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait before giving up")
+	_ = cmd.MarkFlagRequired("for")
+	return cmd
+}
+
+// errTimeout is returned when the wait deadline passes.
+var errTimeout = errors.New("timed out waiting")
+
+// waitFor blocks until t satisfies c or ctx ends. It reads the object, then
+// watches it from that version; a watch the server ends is resumed, and a
+// version too old to resume from (410) restarts from a fresh read.
+func waitFor(ctx context.Context, cl *client.Client, t target, ns string, c condition) error {
+	timedOut := func() error {
+		return fmt.Errorf("%w for %s on %s/%s", errTimeout, c, t.res.Plural, t.name)
+	}
+	for {
+		obj, err := cl.Get(ctx, t.res.Plural, ns, t.name)
+		switch {
+		case apierrors.IsNotFound(err) && c.deleted:
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return timedOut()
+		case err != nil:
+			return err
+		case !c.deleted && c.met(obj):
+			return nil
+		}
+		var deletedErr error
+		err = watchLoop(ctx, cl, t.res.Plural, ns, "", obj.GetResourceVersion(), func(ev watch.Event) (bool, error) {
+			o := ev.Object.(*unstructured.Unstructured)
+			if o.GetName() != t.name {
+				return false, nil
+			}
+			if ev.Type == watch.Deleted {
+				if !c.deleted {
+					deletedErr = fmt.Errorf("%s was deleted while waiting for %s", quotedRef(t.res, t.name), c)
+				}
+				return true, nil
+			}
+			return !c.deleted && c.met(o), nil
+		})
+		switch {
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			continue // compacted past our version: read again
+		case err != nil:
+			return err
+		case ctx.Err() != nil:
+			return timedOut()
+		}
+		return deletedErr
+	}
+}
