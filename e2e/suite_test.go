@@ -51,6 +51,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Defs:        os.DirFS(filepath.Join(suite.Root, "e2e", "testdata", "images")),
 		ArtifactDir: probeArtifacts,
 		Logger:      suite.Logger,
+		PruneOld:    true, // older probe images (from earlier probe sources) go away
 	}
 	probeImage, err = probeBuilder.Ensure(ctx, "probe", nil)
 	Expect(err).NotTo(HaveOccurred())
