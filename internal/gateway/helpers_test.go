@@ -34,6 +34,13 @@ type memStore struct {
 	mu   sync.Mutex
 	kv   map[string][]byte
 	puts int
+	fail error // when set, every call fails with it (a store outage)
+}
+
+func (s *memStore) setFail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = err
 }
 
 func newMemStore() *memStore { return &memStore{kv: make(map[string][]byte)} }
@@ -41,6 +48,9 @@ func newMemStore() *memStore { return &memStore{kv: make(map[string][]byte)} }
 func (s *memStore) PutKV(_ context.Context, bucket, key string, val []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
 	s.kv[bucket+"/"+key] = bytes.Clone(val)
 	s.puts++
 	return nil
@@ -49,6 +59,9 @@ func (s *memStore) PutKV(_ context.Context, bucket, key string, val []byte) erro
 func (s *memStore) TakeKV(_ context.Context, bucket, key string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail != nil {
+		return nil, s.fail
+	}
 	v, ok := s.kv[bucket+"/"+key]
 	if !ok {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, bucket+"/"+key)
