@@ -1,0 +1,327 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"aicli.dev/aicli/guest/daemon"
+	"aicli.dev/aicli/guest/internal/testenv"
+	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/guest/ptyclient"
+	"aicli.dev/aicli/guest/sidechannel"
+	"aicli.dev/aicli/internal/gateway"
+)
+
+var (
+	testBase string
+	fakeBin  string
+	guestBin string
+)
+
+func TestMain(m *testing.M) {
+	dir, bin, err := testenv.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testBase, fakeBin = dir, bin
+	guestBin = filepath.Join(dir, "aicli-guest")
+	build := exec.Command("go", "build", "-o", guestBin, "aicli.dev/aicli/cmd/aicli-guest")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build guest: %v\n%s", err, out)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuf collects output from a goroutine.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func guestEnv(d testenv.Dirs, extra ...string) []string {
+	return append([]string{
+		"PATH=/usr/bin:/bin",
+		daemon.EnvFakeCLI + "=" + fakeBin,
+		daemon.EnvHome + "=" + d.Home,
+		daemon.EnvWorkDir + "=" + d.Work,
+		daemon.EnvUID + "=" + strconv.Itoa(testenv.UID),
+	}, extra...)
+}
+
+// startTransparent runs the guest binary on a terminal, like docker run -it.
+func startTransparent(t *testing.T, cols, rows uint16) (*exec.Cmd, *os.File, *syncBuf) {
+	t.Helper()
+	d := testenv.NewDirs(t, testBase)
+	cmd := exec.Command(guestBin)
+	cmd.Env = guestEnv(d)
+	var logs syncBuf
+	cmd.Stderr = &logs
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = ptmx.Close()
+		if t.Failed() {
+			t.Logf("guest logs:\n%s", logs.String())
+		}
+	})
+	var out syncBuf
+	go func() { _, _ = io.Copy(&out, ptmx) }()
+	return cmd, ptmx, &out
+}
+
+func TestTransparentModeBehavesLikeTheCLI(t *testing.T) {
+	cmd, term, out := startTransparent(t, 100, 30)
+	waitFor(t, "the CLI's prompt and its terminal size", func() bool {
+		return strings.Contains(out.String(), "cols=100 rows=30")
+	})
+	if _, err := term.Write([]byte("hello there\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply", func() bool { return strings.Contains(out.String(), "fake[turn 1]: hello there") })
+
+	if err := pty.Setsize(term, &pty.Winsize{Cols: 90, Rows: 20}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the resize to reach the CLI", func() bool { return strings.Contains(out.String(), "cols=90 rows=20") })
+
+	if _, err := term.Write([]byte("!crash\r")); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("guest exit: %v, want the CLI's exit code 3", err)
+	}
+}
+
+var pidRE = regexp.MustCompile(`id: uid=(\d+) gid=\d+ pid=(\d+)`)
+
+func TestSIGTERMStopsTheCLIAndExitsZero(t *testing.T) {
+	cmd, term, out := startTransparent(t, 120, 40)
+	waitFor(t, "prompt", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	if _, err := term.Write([]byte("!id\r")); err != nil {
+		t.Fatal(err)
+	}
+	var m []string
+	waitFor(t, "the CLI's id line", func() bool {
+		m = pidRE.FindStringSubmatch(out.String())
+		return m != nil
+	})
+	if m[1] != strconv.Itoa(testenv.UID) {
+		t.Fatalf("CLI runs as uid %s", m[1])
+	}
+	cliPID, _ := strconv.Atoi(m[2])
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("guest after SIGTERM: %v, want exit 0", err)
+	}
+	if err := syscall.Kill(cliPID, 0); !errors.Is(err, syscall.ESRCH) {
+		// It may linger as a zombie of nobody only if reparented; it must not run.
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cliPID))
+		if !strings.Contains(string(b), ") Z ") {
+			t.Fatalf("CLI pid %d still running after the guest stopped", cliPID)
+		}
+	}
+}
+
+// memTokens is a map-backed gateway.TokenStore (the seam the supervisor backs with pebble).
+type memTokens struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memTokens) PutKV(_ context.Context, bucket, key string, val []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[bucket+"/"+key] = append([]byte(nil), val...)
+	return nil
+}
+
+func (s *memTokens) TakeKV(_ context.Context, bucket, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[bucket+"/"+key]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, bucket+"/"+key)
+	}
+	delete(s.m, bucket+"/"+key)
+	return v, nil
+}
+
+func TestSupervisedModeOverTheSideChannel(t *testing.T) {
+	dataDir, err := os.MkdirTemp("", "gw-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
+	gw, err := gateway.New(gateway.Options{DataDir: dataDir, Tokens: &memTokens{m: map[string][]byte{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	launch, err := gw.Prepare(ctx, "conv-guest-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := testenv.NewDirs(t, testBase)
+	var extra []string
+	for k, v := range launch.Env {
+		if k == sidechannel.EnvSocket {
+			v = launch.HostSocket // no container here: dial the host path
+		}
+		extra = append(extra, k+"="+v)
+	}
+	cmd := exec.Command(guestBin)
+	cmd.Env = guestEnv(d, extra...)
+	var stdout, logs syncBuf
+	cmd.Stdout, cmd.Stderr = &stdout, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("guest logs:\n%s", logs.String())
+		}
+	})
+
+	gc, err := gw.WaitGuest(ctx, "conv-guest-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ptyclient.New(gc.HTTPClient(), "http://guest")
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Alive {
+		t.Fatalf("CLI running before Start: %+v", st)
+	}
+	resp, err := c.Start(ctx, ptyapi.StartRequest{Harness: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "idle", func() bool {
+		st, err := c.Status(ctx)
+		return err == nil && st.Status == ptyapi.StatusIdle
+	})
+	if err := c.SendMessage(ctx, "through the side channel"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "reply on the remote screen", func() bool {
+		s, err := c.RenderScreen(ctx)
+		return err == nil && strings.Contains(strings.Join(s.Lines, "\n"), "fake[turn 1]: through the side channel")
+	})
+	// The container log (stdout) carries the CLI's verbatim output.
+	waitFor(t, "reply in the container log", func() bool {
+		return strings.Contains(stdout.String(), "fake[turn 1]: through the side channel")
+	})
+	// Neither the CLI's environment nor the guest's logs hold the launch token.
+	token := launch.Env[sidechannel.EnvLaunchToken]
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", resp.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{token, sidechannel.EnvLaunchToken, sidechannel.EnvFingerprint, sidechannel.EnvSocket} {
+		if bytes.Contains(env, []byte(k)) {
+			t.Fatalf("CLI environment contains %q", k)
+		}
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Fatal("guest logs contain the launch token")
+	}
+	rss := vmRSS(t, cmd.Process.Pid)
+	t.Logf("guest RSS after one turn: %.1f MiB", float64(rss)/(1<<20))
+	if rss > 30<<20 {
+		t.Errorf("guest RSS %d MiB is far over the 15 MiB target", rss>>20)
+	}
+
+	// A crash ends the guest with the CLI's exit code after the linger.
+	if err := c.SendMessage(ctx, "!crash"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "exited status", func() bool {
+		st, err := c.Status(ctx)
+		return err == nil && st.Status == ptyapi.StatusExited && st.ExitCode != nil && *st.ExitCode == 3
+	})
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("guest exit %v, want 3", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("guest did not exit after the CLI crashed")
+	}
+}
+
+func vmRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
