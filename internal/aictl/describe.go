@@ -208,10 +208,10 @@ func summarizeChange(typ string, prev, cur *unstructured.Unstructured) string {
 	case prev == nil || cur == nil:
 		return ""
 	}
+	changes := conditionChanges(prev, cur)
 	before, after := map[string]string{}, map[string]string{}
 	flattenFields("", prev.Object, before)
 	flattenFields("", cur.Object, after)
-	var changes []string
 	for k, v := range after {
 		if old, ok := before[k]; !ok {
 			changes = append(changes, fmt.Sprintf("%s: %s", k, v))
@@ -234,9 +234,46 @@ func summarizeChange(typ string, prev, cur *unstructured.Unstructured) string {
 	return strings.Join(changes, "; ")
 }
 
-// noisyFields change on every write and would hide the real change.
+// conditionChanges describes changed conditions as "Ready=True (Reason, generation 2)".
+func conditionChanges(prev, cur *unstructured.Unstructured) []string {
+	old := conditionsByType(prev)
+	var out []string
+	for typ, c := range conditionsByType(cur) {
+		o, existed := old[typ]
+		if existed && o["status"] == c["status"] && o["reason"] == c["reason"] &&
+			fmt.Sprint(o["observedGeneration"]) == fmt.Sprint(c["observedGeneration"]) && o["message"] == c["message"] {
+			continue
+		}
+		s := fmt.Sprintf("%s=%s (%s", typ, str(c["status"]), str(c["reason"]))
+		if g, ok := c["observedGeneration"]; ok {
+			s += fmt.Sprintf(", generation %v", g)
+		}
+		out = append(out, s+")")
+	}
+	for typ := range old {
+		if _, ok := conditionsByType(cur)[typ]; !ok {
+			out = append(out, typ+" condition removed")
+		}
+	}
+	return out
+}
+
+func conditionsByType(obj *unstructured.Unstructured) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			out[str(m["type"])] = m
+		}
+	}
+	return out
+}
+
+// noisyFields change on every write and would hide the real change;
+// conditions are summarised separately.
 var noisyFields = map[string]bool{
 	"metadata.resourceVersion": true, "metadata.managedFields": true, "metadata.generation": true,
+	"status.conditions": true,
 }
 
 // flattenFields maps leaf paths to compact JSON values; lists of objects with

@@ -55,17 +55,18 @@ func aictl(t *testing.T, server string, args ...string) result {
 	return aictlIn(t, ctx, server, "", args...)
 }
 
-// started runs aictl in the background; the returned function waits for it.
-func started(t *testing.T, server string, args ...string) (*syncBuffer, func() result) {
+// started runs aictl in the background; stop cancels it and wait waits for it.
+func started(t *testing.T, server string, args ...string) (out *syncBuffer, stop func(), wait func() result) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	var out, errOut syncBuffer
+	out = &syncBuffer{}
+	var errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, append([]string{"--server", server}, args...), IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		done <- Run(ctx, append([]string{"--server", server}, args...), IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut})
 	}()
 	t.Cleanup(cancel)
-	return &out, func() result {
+	return out, cancel, func() result {
 		select {
 		case code := <-done:
 			return result{out: out.String(), err: errOut.String(), code: code}

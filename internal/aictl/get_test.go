@@ -1,0 +1,192 @@
+package aictl
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"aicli.dev/aicli/internal/apischema"
+	"aicli.dev/aicli/internal/client/clienttest"
+)
+
+// seedAgents applies agents in two namespaces and gives one a Ready status.
+func seedAgents(t *testing.T, srv *clienttest.Server) {
+	t.Helper()
+	dir := t.TempDir()
+	docs := fmt.Sprintf(agentYAML, "alpha", "opus") + "---\n" + strings.Replace(fmt.Sprintf(agentYAML, "bravo", "sonnet"),
+		"metadata:\n", "metadata:\n  labels: {team: b}\n", 1)
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", docs)), 0)
+	wantCode(t, aictl(t, srv.URL, "apply", "-n", "other", "-f", writeFile(t, dir, "c.yaml", fmt.Sprintf(agentYAML, "charlie", "x"))), 0)
+	setReady(t, srv, "agents", "default", "alpha", "True", 1, 1)
+	if err := srv.Mutate("agents", "default", "alpha", func(o *unstructured.Unstructured) {
+		o.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-3 * time.Hour)))
+		_ = unstructured.SetNestedField(o.Object, int64(4), "status", "inboxUnread")
+		_ = unstructured.SetNestedField(o.Object, "alpha-1", "status", "liveConversation")
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var spaces = regexp.MustCompile(` {3,}`)
+
+// cells splits a table into rows of cells (columns are separated by 3+ spaces).
+func cells(out string) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		rows = append(rows, spaces.Split(strings.TrimRight(line, " "), -1))
+	}
+	return rows
+}
+
+func TestGetTableFromPrintColumns(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	seedAgents(t, srv)
+
+	r := aictl(t, srv.URL, "get", "agents")
+	wantCode(t, r, 0)
+	rows := cells(r.out)
+	want := [][]string{
+		{"NAME", "HARNESS", "MODEL", "READY", "LIVE", "AGE"},
+		{"alpha", "fake", "opus", "True", "alpha-1", "3h"},
+		{"bravo", "fake", "sonnet", "<none>", "<none>", rows[2][len(rows[2])-1]},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Fatalf("table:\n%s\nwant %v", r.out, want)
+	}
+	if !regexp.MustCompile(`^\d+s$`).MatchString(rows[2][5]) {
+		t.Fatalf("age of a new object = %q", rows[2][5])
+	}
+
+	r = aictl(t, srv.URL, "get", "ag", "-o", "wide")
+	wantCode(t, r, 0)
+	rows = cells(r.out)
+	if strings.Join(rows[0], ",") != "NAME,HARNESS,MODEL,READY,LIVE,UNREAD,REASON,AGE" ||
+		strings.Join(rows[1][:7], ",") != "alpha,fake,opus,True,alpha-1,4,Succeeded" {
+		t.Fatalf("wide table:\n%s", r.out)
+	}
+
+	r = aictl(t, srv.URL, "get", "agents", "-A")
+	wantCode(t, r, 0)
+	rows = cells(r.out)
+	if rows[0][0] != "NAMESPACE" || rows[0][1] != "NAME" || len(rows) != 4 {
+		t.Fatalf("all namespaces:\n%s", r.out)
+	}
+	found := false
+	for _, row := range rows {
+		found = found || (row[0] == "other" && row[1] == "charlie")
+	}
+	if !found {
+		t.Fatalf("-A misses other/charlie:\n%s", r.out)
+	}
+
+	r = aictl(t, srv.URL, "get", "agents", "-l", "team=b", "-o", "name")
+	wantCode(t, r, 0)
+	if r.out != "agent.aicli.dev/bravo\n" {
+		t.Fatalf("-l -o name: %q", r.out)
+	}
+
+	r = aictl(t, srv.URL, "get", "agent", "alpha", "-o", "yaml")
+	wantCode(t, r, 0)
+	var one map[string]any
+	if err := yaml.Unmarshal([]byte(r.out), &one); err != nil || one["kind"] != "Agent" {
+		t.Fatalf("-o yaml single: %v\n%s", err, r.out)
+	}
+
+	r = aictl(t, srv.URL, "get", "agents", "-o", "json")
+	wantCode(t, r, 0)
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &list); err != nil || list.Kind != "List" || len(list.Items) != 2 {
+		t.Fatalf("-o json list: %v\n%s", err, r.out)
+	}
+
+	r = aictl(t, srv.URL, "get", "agent/alpha", "agent/bravo", "-o", "name")
+	wantCode(t, r, 0)
+	if r.out != "agent.aicli.dev/alpha\nagent.aicli.dev/bravo\n" {
+		t.Fatalf("KIND/NAME form: %q", r.out)
+	}
+}
+
+func TestGetEmptyMissingAndBadInput(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	r := aictl(t, srv.URL, "get", "grants", "-n", "empty")
+	wantCode(t, r, 0)
+	if r.out != "" || r.err != "No resources found in empty namespace.\n" {
+		t.Fatalf("empty list: out %q err %q", r.out, r.err)
+	}
+	r = aictl(t, srv.URL, "get", "agent", "ghost")
+	wantCode(t, r, 1)
+	if r.err != "Error from server (NotFound): agents.aicli.dev \"ghost\" not found\n" {
+		t.Fatalf("not found: %q", r.err)
+	}
+	r = aictl(t, srv.URL, "get", "widgets")
+	wantCode(t, r, 1)
+	if r.err != "error: the server doesn't have a resource type \"widgets\"\n" {
+		t.Fatalf("unknown kind: %q", r.err)
+	}
+	r = aictl(t, srv.URL, "get", "agents", "-o", "xml")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.err, `unknown output format "xml"`) {
+		t.Fatalf("bad -o: %q", r.err)
+	}
+}
+
+func TestDateColumnsPrintAges(t *testing.T) {
+	res, _ := apischema.Default().Lookup("agents")
+	p, err := newTablePrinter(res, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	p.now = func() time.Time { return now }
+	for _, c := range []struct {
+		ago  time.Duration
+		want string
+	}{{5 * time.Second, "5s"}, {3 * time.Minute, "3m"}, {150 * time.Second, "2m30s"}, {5 * time.Hour, "5h"}, {20 * time.Hour, "20h"}, {4 * 24 * time.Hour, "4d"}, {400 * 24 * time.Hour, "400d"}} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{
+			"name": "x", "creationTimestamp": now.Add(-c.ago).Format(time.RFC3339)}}}
+		row := p.row(obj)
+		if got := row[len(row)-1]; got != c.want {
+			t.Errorf("%v ago: age %q, want %q", c.ago, got, c.want)
+		}
+	}
+}
+
+func TestGetWatchStreamsRows(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	dir := t.TempDir()
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "first", "m"))), 0)
+
+	out, stop, wait := started(t, srv.URL, "get", "agents", "-w")
+	eventually(t, "the listing shows first", func() bool { return strings.Contains(out.String(), "first") })
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "b.yaml", fmt.Sprintf(agentYAML, "second", "m"))), 0)
+	eventually(t, "a row for second streams in", func() bool { return strings.Contains(out.String(), "second") })
+	setReady(t, srv, "agents", "default", "first", "True", 1, 1)
+	eventually(t, "first turns Ready", func() bool { return regexp.MustCompile(`first +fake +m +True`).MatchString(out.String()) })
+	stop()
+	r := wait()
+	wantCode(t, r, 0)
+	if strings.Count(r.out, "NAME") != 1 || len(cells(r.out)) != 4 {
+		t.Fatalf("watch output (one header, three rows):\n%s", r.out)
+	}
+
+	// -o name with a name streams only that object.
+	out, stop, wait = started(t, srv.URL, "get", "agent", "second", "-w", "-o", "name")
+	eventually(t, "the first line", func() bool { return out.String() == "agent.aicli.dev/second\n" })
+	setReady(t, srv, "agents", "default", "first", "False", 1, 1)
+	setReady(t, srv, "agents", "default", "second", "True", 1, 1)
+	eventually(t, "the change of second", func() bool { return strings.Count(out.String(), "second") == 2 })
+	stop()
+	if r := wait(); r.code != 0 || strings.Contains(r.out, "first") {
+		t.Fatalf("named watch: code %d out %q", r.code, r.out)
+	}
+}
