@@ -62,10 +62,27 @@ type index struct {
 	groups map[[16]byte][]groupEntry
 	// totals is derived: the sum of all file rows and all group contributions.
 	totals []Buckets
+
+	// Persistence bookkeeping: what changed since the last save, and the snapshot/log the next save extends.
+	dirtyFiles  map[string]bool
+	dirtyGroups map[[16]byte]bool
+	savedKeys   int
+	gen         uint64
+	snapSize    int64
+	logSize     int64
 }
 
 func newIndex() *index {
-	return &index{files: map[string]*fileEntry{}, keyIDs: map[aggKey]uint32{}, groups: map[[16]byte][]groupEntry{}}
+	return &index{files: map[string]*fileEntry{}, keyIDs: map[aggKey]uint32{}, groups: map[[16]byte][]groupEntry{},
+		dirtyFiles: map[string]bool{}, dirtyGroups: map[[16]byte]bool{}}
+}
+
+// touch marks a file's record as changed since the last save.
+func (x *index) touch(path string) { x.dirtyFiles[path] = true }
+
+// dirty reports whether anything changed since the last save.
+func (x *index) dirty() bool {
+	return len(x.dirtyFiles) > 0 || len(x.dirtyGroups) > 0 || x.savedKeys != len(x.keys)
 }
 
 func (x *index) keyID(k aggKey) uint32 {
@@ -147,6 +164,7 @@ func (x *index) apply(f *fileEntry, ev Event) {
 		entries = append(entries, ne)
 	}
 	x.groups[g] = entries
+	x.dirtyGroups[g] = true
 	groupContribution(entries, func(e groupEntry) { x.addTotal(e.Key, e.Tokens) })
 }
 
@@ -156,6 +174,7 @@ func (x *index) dropFile(f *fileEntry) {
 		x.subTotal(id, b)
 	}
 	delete(x.files, f.Path)
+	x.touch(f.Path)
 }
 
 // resetHarnessDedup forgets every dedup group of a harness's files and every such file's progress, so the next
@@ -171,6 +190,7 @@ func (x *index) resetHarness(h Harness) {
 		if len(entries) > 0 && x.keys[entries[0].Key].Harness == h {
 			groupContribution(entries, func(e groupEntry) { x.subTotal(e.Key, e.Tokens) })
 			delete(x.groups, g)
+			x.dirtyGroups[g] = true
 		}
 	}
 }
@@ -181,6 +201,7 @@ func (x *index) resetFile(f *fileEntry) {
 		x.subTotal(id, b)
 	}
 	f.Rows = nil
+	x.touch(f.Path)
 	f.Offset, f.TailHash, f.State, f.Lines, f.Unparseable, f.ReadError, f.Quota = 0, 0, nil, 0, 0, "", nil
 	f.Size, f.MtimeNs, f.Ino = -1, 0, 0
 }

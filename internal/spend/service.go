@@ -190,6 +190,7 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 		if s.dedups(f.Harness) {
 			resetHarness[f.Harness] = true
 			delete(x.files, path)
+			x.touch(path)
 			continue
 		}
 		x.dropFile(f)
@@ -203,11 +204,13 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 			}
 			f = &fileEntry{Path: path, Harness: d.scope.Harness, Agent: d.scope.agentKey(), Size: -1}
 			x.files[path] = f
+			x.touch(path)
 			changed = true
 		}
 		if d.err != nil {
 			if f.ReadError != d.err.Error() {
 				f.ReadError = d.err.Error()
+				x.touch(path)
 				changed = true
 			}
 			continue
@@ -240,7 +243,7 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 	if err := s.runJobs(ctx, jobs); err != nil {
 		return err
 	}
-	if changed && s.opts.IndexPath != "" {
+	if (changed || x.dirty()) && s.opts.IndexPath != "" {
 		if err := x.save(s.opts.IndexPath); err != nil {
 			return err
 		}
@@ -304,6 +307,7 @@ func (s *Service) runJobs(ctx context.Context, jobs []*scanJob) error {
 	go func() { wg.Wait(); close(results) }()
 	for r := range results {
 		f := r.job.entry
+		s.idx.touch(f.Path)
 		for _, ev := range r.events {
 			s.idx.apply(f, ev)
 		}

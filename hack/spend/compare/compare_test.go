@@ -105,7 +105,7 @@ func TestMatchesCCUsageOnRuleTree(t *testing.T) {
 	split := `,"cache_creation":{"ephemeral_5m_input_tokens":60,"ephemeral_1h_input_tokens":40}`
 	write(t, filepath.Join(c, "projects", "-w", "s1.jsonl"),
 		`{"type":"user","sessionId":"s1","message":{"role":"user","content":"hi \"usage\":{}"},"timestamp":"2025-11-03T09:59:00Z"}`,
-		cl("msg_1", "req_1", false, sonnet, "2025-11-03T10:00:00Z", 10, 1000, 100, 1, split), // streaming placeholder
+		cl("msg_1", "req_1", false, sonnet, "2025-11-03T10:00:00Z", 10, 1000, 100, 1, split),  // streaming placeholder
 		cl("msg_1", "req_1", false, sonnet, "2025-11-03T10:00:01Z", 10, 1000, 100, 77, split), // final: largest wins
 		cl("msg_2", "req_2", false, opus, "2025-11-03T23:59:59.999Z", 5, 0, 0, 5, ""),
 		cl("msg_3", "req_3", false, opus, "2025-11-04T00:00:00Z", 6, 0, 0, 6, ""), // next UTC day
