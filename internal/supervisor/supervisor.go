@@ -42,6 +42,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// Ready, when set, is called once the supervisor serves requests.
 	Ready func(*Supervisor)
+
+	// skipNameValidation lets tests run several supervisors in one process.
+	skipNameValidation bool
 }
 
 // Supervisor is a running daemon.
@@ -102,7 +105,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
-	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log}); err != nil {
+	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
+		SkipNameValidation: cfg.skipNameValidation}); err != nil {
 		return err
 	}
 
