@@ -25,9 +25,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // memoryTarget is the brief's budget for supervisor memory per live guest connection.
 const memoryTarget = 2 << 20
 
-// memPerConn prepares n conversations, connects n guests from a helper process, makes one request on each, and
-// returns the supervisor process's heap growth and heap+stack growth per live connection.
-func memPerConn(tb testing.TB, n int) (heapPer, totalPer float64) {
+// memPerConn prepares n conversations, connects n guests, makes one request on each, and returns this process's
+// heap growth and heap+stack growth per live connection. With inProcess=false the guests run in a helper process,
+// so the numbers are the supervisor side alone; with inProcess=true they include both ends.
+func memPerConn(tb testing.TB, n int, inProcess bool) (heapPer, totalPer float64) {
 	tb.Helper()
 	store := newMemStore()
 	g, err := gateway.New(gateway.Options{DataDir: tb.TempDir(), Tokens: store, Logger: quiet})
@@ -45,38 +46,18 @@ func memPerConn(tb testing.TB, n int) (heapPer, totalPer float64) {
 		}
 		boots[i] = hostBootstrap(l)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		_ = stdin.Close() // the helper exits when its stdin closes
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill() // our own child, by PID
-			<-done
+	if inProcess {
+		for _, b := range boots {
+			s, err := sidechannel.Dial(context.Background(), b, quiet)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			srv := &http.Server{Handler: echoHandler(b.ConversationID)}
+			go func() { _ = srv.Serve(s) }()
+			tb.Cleanup(func() { _ = srv.Close() })
 		}
-	})
-	data, _ := json.Marshal(boots)
-	if _, err := stdin.Write(append(data, '\n')); err != nil {
-		tb.Fatal(err)
-	}
-	status, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(status) != "ready" {
-		tb.Fatalf("guest fleet: %q %v", status, err)
+	} else {
+		startGuestFleet(tb, boots)
 	}
 	for i := range n {
 		conv := fmt.Sprintf("m%03d", i)
@@ -106,6 +87,47 @@ func memPerConn(tb testing.TB, n int) (heapPer, totalPer float64) {
 	return heapPer, totalPer
 }
 
+// startGuestFleet runs guestFleet in a child process (this test binary) for boots and waits until all dialed.
+func startGuestFleet(tb testing.TB, boots []sidechannel.Bootstrap) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = stdin.Close() // the helper exits when its stdin closes
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill() // our own child, by PID
+			<-done
+		}
+	})
+	data, err := json.Marshal(boots)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := stdin.Write(append(data, '\n')); err != nil {
+		tb.Fatal(err)
+	}
+	status, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(status) != "ready" {
+		tb.Fatalf("guest fleet: %q %v", status, err)
+	}
+}
+
 func settledMem() runtime.MemStats {
 	var m runtime.MemStats
 	runtime.GC()
@@ -116,21 +138,30 @@ func settledMem() runtime.MemStats {
 
 // TestMemoryPerConnection holds the gateway to its memory budget with 200 live guests.
 func TestMemoryPerConnection(t *testing.T) {
-	heapPer, totalPer := memPerConn(t, 200)
+	heapPer, totalPer := memPerConn(t, 200, false)
 	t.Logf("supervisor memory per live guest connection: heap %.1f KiB, heap+stacks %.1f KiB", heapPer/1024, totalPer/1024)
 	if totalPer > memoryTarget {
 		t.Fatalf("%.0f bytes per connection, budget %d", totalPer, memoryTarget)
 	}
 }
 
-// BenchmarkMemoryPerConnection reports the same measurement as metrics (run with -benchtime=1x).
+// BenchmarkMemoryPerConnection reports the same measurement as metrics (run with -benchtime=1x): guests in a helper
+// process (supervisor side only) and guests in-process (both ends).
 func BenchmarkMemoryPerConnection(b *testing.B) {
-	var heapPer, totalPer float64
-	for range b.N {
-		heapPer, totalPer = memPerConn(b, 200)
+	for _, inProcess := range []bool{false, true} {
+		name := "guests=subprocess"
+		if inProcess {
+			name = "guests=in-process"
+		}
+		b.Run(name, func(b *testing.B) {
+			var heapPer, totalPer float64
+			for range b.N {
+				heapPer, totalPer = memPerConn(b, 200, inProcess)
+			}
+			b.ReportMetric(heapPer, "heap-B/conn")
+			b.ReportMetric(totalPer, "heap+stack-B/conn")
+		})
 	}
-	b.ReportMetric(heapPer, "heap-B/conn")
-	b.ReportMetric(totalPer, "heap+stack-B/conn")
 }
 
 // BenchmarkRoundTrip measures one small HTTP request/response from supervisor to guest over the side channel.

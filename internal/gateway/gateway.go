@@ -101,16 +101,11 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
 		opts:        opts,
 		log:         opts.Logger.With("component", "gateway"),
 		fingerprint: fp,
-		metrics:     m,
 		ctx:         ctx,
 		cancel:      cancel,
 		convs:       make(map[string]*conversation),
@@ -128,6 +123,10 @@ func New(opts Options) (*Gateway, error) {
 			return err
 		},
 		SessionTicketsDisabled: true, // every connection proves its key afresh
+	}
+	if g.metrics, err = newMetrics(opts.Registerer, g.liveGuests); err != nil {
+		cancel()
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	return g, nil
 }
@@ -175,12 +174,19 @@ type Stats struct {
 // Stats returns the current counters.
 func (g *Gateway) Stats() Stats {
 	s := g.metrics.snapshot()
+	s.Live = g.liveGuests()
+	return s
+}
+
+// liveGuests counts conversations with a connected guest.
+func (g *Gateway) liveGuests() int {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
 	for _, c := range g.convs {
 		if c.guest != nil {
-			s.Live++
+			n++
 		}
 	}
-	g.mu.Unlock()
-	return s
+	return n
 }

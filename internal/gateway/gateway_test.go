@@ -158,6 +158,21 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value str
 	return 0
 }
 
+// gaugeValue reads one unlabelled gauge from a registry.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
 func keys(m map[string][]byte) []string {
 	var out []string
 	for k := range m {
@@ -195,6 +210,15 @@ func TestLaunchTokenReplay(t *testing.T) {
 	}
 	if got := counterValue(t, reg, "aicli_gateway_admitted_total", "kind", "launch"); got != 1 {
 		t.Fatalf("prometheus admitted{launch} = %v", got)
+	}
+	if got := gaugeValue(t, reg, "aicli_gateway_live_guests"); got != 1 {
+		t.Fatalf("prometheus live guests = %v", got)
+	}
+	if _, err := gateway.New(gateway.Options{DataDir: t.TempDir(), Tokens: newMemStore(), Registerer: reg}); err == nil {
+		t.Fatal("a second gateway registered the same collectors")
+	}
+	if got := counterValue(t, reg, "aicli_gateway_refused_total", "reason", "token_unknown"); got != 1 {
+		t.Fatalf("the failed second registration removed the first gateway's counters (%v)", got)
 	}
 	if cur, ok := e.g.Guest("conv-r"); !ok || cur != gc {
 		t.Fatal("the replay displaced the admitted guest")

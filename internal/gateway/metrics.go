@@ -20,9 +20,10 @@ type metrics struct {
 	reg          prometheus.Registerer
 	promAdmitted *prometheus.CounterVec
 	promRefused  *prometheus.CounterVec
+	promLive     prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, live func() int) (*metrics, error) {
 	m := &metrics{
 		refused: make(map[wire.Reason]uint64),
 		reg:     reg,
@@ -34,12 +35,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "aicli_gateway_refused_total",
 			Help: "Side-channel connections refused, by reason.",
 		}, []string{"reason"}),
+		promLive: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "aicli_gateway_live_guests",
+			Help: "Conversations with a connected, admitted guest.",
+		}, func() float64 { return float64(live()) }),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.promAdmitted, m.promRefused} {
+		var done []prometheus.Collector
+		for _, c := range []prometheus.Collector{m.promAdmitted, m.promRefused, m.promLive} {
 			if err := reg.Register(c); err != nil {
+				// Unregister only what this call registered: Unregister matches by descriptor, so touching the
+				// collector that failed would remove another gateway's equal collector.
+				for _, d := range done {
+					reg.Unregister(d)
+				}
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}
+			done = append(done, c)
 		}
 	}
 	return m, nil
@@ -49,6 +61,7 @@ func (m *metrics) unregister() {
 	if m.reg != nil {
 		m.reg.Unregister(m.promAdmitted)
 		m.reg.Unregister(m.promRefused)
+		m.reg.Unregister(m.promLive)
 	}
 }
 
