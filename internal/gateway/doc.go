@@ -3,6 +3,14 @@
 // supervisor's long-lived ed25519 key, admits a guest that presents the conversation id and a single-use launch
 // token, and then drives the guest with HTTP requests over yamux streams on the same connection.
 //
+// Protocol (shared with the guest through package guest/sidechannel/wire): TLS 1.3 only, ALPN "aicli-gw/1",
+// server certificate = self-signed ed25519 of the key in <DataDir>/keys/gateway-ed25519.pem (0600), pinned by the
+// guest as "sha256:<hex of SubjectPublicKeyInfo>"; the client must present one self-signed ed25519 certificate
+// (its fingerprint becomes the conversation's guest identity). Then one hello frame from the guest and one reply
+// frame from the supervisor, each a 4-byte big-endian length plus strict JSON (at most 16 KiB), all within
+// Options.HandshakeTimeout. After an OK reply the connection carries yamux (keepalive every 15 s): the supervisor
+// is the yamux client and opens one stream per HTTP connection; the guest accepts them and serves HTTP.
+//
 // Launch tokens are 32 random bytes (base64url). Only their SHA-256 is stored, through the TokenStore seam in
 // bucket "gateway-launch", together with the conversation id and expiry. A token is spent (atomically taken from
 // the store) by its first presentation, whatever the outcome: a replay, an expired token or a token presented for

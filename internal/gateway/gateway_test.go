@@ -448,6 +448,20 @@ func TestBadClientCertificate(t *testing.T) {
 	e.goodGuestConnects("conv-k2")
 }
 
+func TestWrongProtocol(t *testing.T) {
+	e := newEnv(t)
+	b := e.prepare("conv-alpn")
+	rg := newRawGuest(t)
+	rg.noALPN = true
+	if rep, _, err := rg.hello(t, b.SocketPath, b.SupervisorFingerprint, wire.Hello{ConversationID: "conv-alpn", LaunchToken: b.LaunchToken}); err == nil {
+		t.Fatalf("a client without the %s protocol got a reply: %+v", wire.ALPN, rep)
+	}
+	e.waitRefusal(wire.ReasonProtocol, 1)
+	// The hello was never read, so the token still admits the real guest.
+	dialServe(t, b)
+	waitGuest(t, e.g, "conv-alpn")
+}
+
 func TestReleaseEndsConversation(t *testing.T) {
 	e := newEnv(t)
 	b := e.prepare("conv-x")

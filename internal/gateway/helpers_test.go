@@ -283,8 +283,9 @@ func eventually(t *testing.T, within time.Duration, f func() error) {
 
 // rawGuest is a hand-driven guest for attack tests: it speaks the wire protocol with any key (or none).
 type rawGuest struct {
-	cert *tls.Certificate
-	fp   string
+	cert   *tls.Certificate
+	fp     string
+	noALPN bool // offer no application protocol
 }
 
 func newRawGuest(t *testing.T) *rawGuest {
@@ -330,6 +331,9 @@ func (r *rawGuest) tlsDial(t *testing.T, sock, pin string) (*tls.Conn, error) {
 	}
 	if r.cert != nil {
 		conf.Certificates = []tls.Certificate{*r.cert}
+	}
+	if r.noALPN {
+		conf.NextProtos = nil
 	}
 	tc := tls.Client(raw, conf)
 	if err := tc.Handshake(); err != nil {
