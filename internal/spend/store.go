@@ -241,7 +241,9 @@ func (x *index) save(path string) error {
 }
 
 // dirtySize estimates a log record's size.
-func (x *index) dirtySize() int { return 256*len(x.dirtyFiles) + 96*len(x.dirtyGroups) + 64*(len(x.keys)-x.savedKeys) }
+func (x *index) dirtySize() int {
+	return 256*len(x.dirtyFiles) + 96*len(x.dirtyGroups) + 64*(len(x.keys)-x.savedKeys)
+}
 
 func (x *index) clean() {
 	x.dirtyFiles = map[string]bool{}

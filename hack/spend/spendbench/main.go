@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -23,7 +24,16 @@ func main() {
 	harness := flag.String("harness", "claude", "claude or codex")
 	root := flag.String("root", "", "session root (Claude config dir or Codex home)")
 	data := flag.String("data", "", "directory for the index")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the unchanged-tree calls here")
 	flag.Parse()
+	if *profile != "" {
+		fh, err := os.Create(*profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "spendbench:", err)
+			os.Exit(1)
+		}
+		profileTo = fh
+	}
 	if err := run(spend.Harness(*harness), *root, *data); err != nil {
 		fmt.Fprintln(os.Stderr, "spendbench:", err)
 		os.Exit(1)
@@ -90,6 +100,17 @@ func run(h spend.Harness, root, data string) error {
 		return err
 	}
 	res["fullScanMs"] = ms(d)
+	if profileTo != nil {
+		if err := pprof.StartCPUProfile(profileTo); err != nil {
+			return err
+		}
+		for range 20 {
+			if _, err := timed(svc, scopes); err != nil {
+				return err
+			}
+		}
+		pprof.StopCPUProfile()
+	}
 	if d, err = timed(svc, scopes); err != nil {
 		return err
 	}
@@ -131,5 +152,7 @@ func run(h spend.Harness, root, data string) error {
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
+
+var profileTo *os.File
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
