@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -297,5 +299,36 @@ func TestSinceValidation(t *testing.T) {
 	f := newFixture(t)
 	if _, err := f.service().History(context.Background(), "11/03/2025", f.local()); err == nil {
 		t.Fatal("want an error for a malformed since")
+	}
+}
+
+func TestCodexDuplicateFilesInTwoRoots(t *testing.T) {
+	f := newFixture(t)
+	body := `{"timestamp":"2025-11-03T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}` + "\n" +
+		`{"timestamp":"2025-11-03T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"output_tokens":10}}}}` + "\n"
+	f.write("codex/sessions/2025/11/03/rollout-dup.jsonl", body)
+	f.write("codex2/sessions/2025/11/03/rollout-dup.jsonl", body)
+	f.write("codex2/archived_sessions/rollout-dup.jsonl", body)
+	if got := totals(f.history(f.service()), spend.HarnessCodex); got.UncachedInput != 100 || got.Output != 10 {
+		t.Fatalf("codex totals %+v, want one copy counted", got)
+	}
+}
+
+func TestPricingFallbackReachesThePayload(t *testing.T) {
+	f := newFixture(t)
+	f.write(claudeFile, cl("m1", "r1", false, "2025-11-03T10:00:00Z", 1000, 0, 0, 1000))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("\x00garbage")) }))
+	defer srv.Close()
+	s, err := spend.NewService(spend.Options{Pricing: &pricing.Chain{URL: srv.URL, CachePath: filepath.Join(f.dir, "p.json")},
+		Parsers: []spend.SessionParser{claude.Parser{}, codex.Parser{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := f.history(s)
+	if rep.PricingSource != spend.PricingBundled || !strings.Contains(rep.PricingFallbackReason, "models list") {
+		t.Fatalf("source %q reason %q", rep.PricingSource, rep.PricingFallbackReason)
+	}
+	if got := totals(rep, spend.HarnessClaude).CostUSD; math.Abs(got-(1000*3e-6+1000*15e-6)) > 1e-12 {
+		t.Fatalf("bundled cost %v", got)
 	}
 }
