@@ -125,7 +125,7 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 	}
 }
 
-func waitForSocket(t *testing.T, path string) *http.Client {
+func waitForSocket(t testing.TB, path string) *http.Client {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		MaxIdleConnsPerHost: 64,
