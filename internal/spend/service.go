@@ -187,13 +187,10 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 			continue
 		}
 		changed = true
-		if s.dedups(f.Harness) {
-			resetHarness[f.Harness] = true
-			delete(x.files, path)
-			x.touch(path)
-			continue
-		}
 		x.dropFile(f)
+		if s.dedups(f.Harness) {
+			resetHarness[f.Harness] = true // the vanished file may have hidden copies elsewhere
+		}
 	}
 	var jobs []*scanJob
 	for path, d := range found {

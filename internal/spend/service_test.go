@@ -186,12 +186,17 @@ func TestTruncatedReplacedAndDeletedFiles(t *testing.T) {
 	f := newFixture(t)
 	f.write(claudeFile, cl("m1", "r1", false, "2025-11-03T10:00:00Z", 1, 0, 0, 100)+cl("m2", "r2", false, "2025-11-03T10:00:00Z", 1, 0, 0, 100))
 	f.write("claude/projects/-w/s2.jsonl", cl("m3", "r3", false, "2025-11-03T10:00:00Z", 1, 0, 0, 1))
+	// a line without message.id is counted per file, outside the dedup groups
+	f.write("claude/projects/-w/s3.jsonl", `{"message":{"model":"claude-sonnet-4-5-20250929","usage":{"input_tokens":1,"output_tokens":1000}},"type":"assistant","timestamp":"2025-11-03T10:00:00Z"}`+"\n")
 	cx := "codex/sessions/2025/11/03/rollout-a.jsonl"
 	f.write(cx, `{"timestamp":"2025-11-03T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}`+"\n"+
 		`{"timestamp":"2025-11-03T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"output_tokens":10}}}}`+"\n")
 	s := f.service()
-	if got := totals(f.history(s), spend.HarnessClaude); got.Output != 201 {
+	if got := totals(f.history(s), spend.HarnessClaude); got.Output != 1201 {
 		t.Fatalf("output %d", got.Output)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "claude/projects/-w/s3.jsonl")); err != nil {
+		t.Fatal(err)
 	}
 	// truncated between calls
 	f.write(claudeFile, cl("m1", "r1", false, "2025-11-03T10:00:00Z", 1, 0, 0, 100))
