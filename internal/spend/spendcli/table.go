@@ -54,7 +54,11 @@ func WriteTable(w io.Writer, rep *spend.Report) error {
 		notes = append(notes, fmt.Sprintf("unparseable: %d files, %d lines", rep.UnparseableFiles, rep.UnparseableLines))
 	}
 	for _, q := range rep.Quota {
-		notes = append(notes, fmt.Sprintf("quota %s/%s %s: %s", q.Namespace, q.Agent, q.Harness, quotaText(q.Quota)))
+		who := string(q.Harness)
+		if q.Namespace != "" || q.Agent != "" {
+			who = q.Namespace + "/" + q.Agent + " " + who
+		}
+		notes = append(notes, fmt.Sprintf("quota %s: %s", who, quotaText(q.Quota)))
 	}
 	_, err := fmt.Fprintln(w, strings.Join(notes, "\n"))
 	if err != nil {
