@@ -36,3 +36,11 @@ type QuotaReporter interface {
 	// Quota returns the newest snapshot seen in the file so far, or nil.
 	Quota() *Quota
 }
+
+// CrossFileDeduplicator is implemented by parsers whose events carry identities shared across files (Event.Dedup).
+// When one of their files shrinks, is replaced or vanishes, the index rebuilds all of that harness's files, since
+// the lost copy may have hidden another.
+type CrossFileDeduplicator interface {
+	// DedupsAcrossFiles reports whether events are deduplicated across files.
+	DedupsAcrossFiles() bool
+}

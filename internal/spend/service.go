@@ -258,7 +258,10 @@ func hasJob(jobs []*scanJob, f *fileEntry) bool {
 }
 
 // dedups reports whether a harness's events are deduplicated across files (so a shrinking file forces a rebuild).
-func (s *Service) dedups(h Harness) bool { return h == HarnessClaude }
+func (s *Service) dedups(h Harness) bool {
+	d, ok := s.parsers[h].(CrossFileDeduplicator)
+	return ok && d.DedupsAcrossFiles()
+}
 
 func (s *Service) tailMatches(f *fileEntry) bool {
 	fh, err := os.Open(f.Path)

@@ -24,6 +24,11 @@ type countingParser struct {
 	lines *atomic.Int64
 }
 
+func (c countingParser) DedupsAcrossFiles() bool {
+	d, ok := c.SessionParser.(spend.CrossFileDeduplicator)
+	return ok && d.DedupsAcrossFiles()
+}
+
 func (c countingParser) NewFile(path string, st []byte) (spend.FileParser, error) {
 	fp, err := c.SessionParser.NewFile(path, st)
 	return countingFile{fp, c.lines}, err

@@ -78,6 +78,10 @@ func (Parser) Discover(roots []string) ([]spend.SourceFile, error) {
 	return out, nil
 }
 
+// DedupsAcrossFiles implements spend.CrossFileDeduplicator: resumed sessions and sidechains copy requests into
+// other files.
+func (Parser) DedupsAcrossFiles() bool { return true }
+
 // NewFile implements spend.SessionParser; Claude files need no resume state (deduplication is global).
 func (Parser) NewFile(string, []byte) (spend.FileParser, error) { return &fileParser{}, nil }
 
