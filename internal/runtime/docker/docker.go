@@ -33,9 +33,11 @@ const (
 )
 
 // GuestCapabilities is the minimum capability set the guest needs as root PID 1: SETUID and SETGID to launch the
-// CLI as its unprivileged user (setgroups/setgid/setuid), KILL to signal that user's process group on stop.
-// Everything else is dropped; the e2e suite proves each of these is required and sufficient.
-var GuestCapabilities = []string{"SETUID", "SETGID", "KILL"}
+// CLI as its unprivileged user (setgroups/setgid/setuid), KILL to signal that user's process group on stop,
+// DAC_OVERRIDE to seed the harness's files into the durable home (mode 0700, owned by the CLI user) and CHOWN to
+// hand those files and the CLI's terminal to the CLI user. Everything else is dropped. None of these reaches the
+// CLI: it runs as a non-root user, so execve clears its capability sets. The e2e suite proves each is required.
+var GuestCapabilities = []string{"SETUID", "SETGID", "KILL", "DAC_OVERRIDE", "CHOWN"}
 
 // Options tunes the runtime's security defaults. The zero value means: defaults above, GuestCapabilities,
 // read-only root filesystem.
