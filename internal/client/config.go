@@ -2,8 +2,9 @@ package client
 
 import (
 	"os"
-	"path/filepath"
 	"time"
+
+	"aicli.dev/aicli/internal/layout"
 )
 
 // Environment variables read by FromEnv.
@@ -33,19 +34,10 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// DefaultDataDir is the supervisor's default data directory, ~/.aicli.
-func DefaultDataDir() string {
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		home = "."
-	}
-	return filepath.Join(home, ".aicli")
-}
-
 // DefaultServer is the supervisor's default unix socket,
-// unix://<data-dir>/supervisor.sock.
+// unix://<data-dir>/supervisor.sock with the default data dir ~/.aicli.
 func DefaultServer() string {
-	return "unix://" + filepath.Join(DefaultDataDir(), "supervisor.sock")
+	return "unix://" + layout.Dir(layout.DefaultDataDir()).Socket()
 }
 
 // FromEnv returns a Config from AICLI_SERVER and AICLI_TOKEN, with the
