@@ -32,10 +32,11 @@ var (
 
 var _ = BeforeSuite(func(ctx SpecContext) {
 	var err error
-	suite, err = framework.NewSuite()
+	s, err := framework.NewSuite()
 	Expect(err).NotTo(HaveOccurred())
 	// The gate: no Docker is a failure of every spec, never a skip.
-	Expect(framework.Gate(ctx, suite.Runtime)).To(Succeed())
+	Expect(framework.Gate(ctx, s.Runtime)).To(Succeed())
+	suite = s // only a suite that passed the gate is swept in AfterSuite
 
 	removed, err := suite.SweepStale(ctx)
 	Expect(err).NotTo(HaveOccurred(), "sweep stale test containers")
