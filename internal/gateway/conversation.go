@@ -58,7 +58,7 @@ type conversation struct {
 	guest    *GuestConn
 	changed  chan struct{} // closed and replaced whenever guest changes or the conversation is released
 	pending  map[net.Conn]struct{}
-	tokens   map[string]struct{} // hashes of launch tokens issued by this process and not yet presented
+	tokens   map[string]time.Time // hash → expiry of launch tokens issued by this process and not yet presented
 }
 
 // notifyLocked wakes WaitGuest callers.
@@ -103,13 +103,26 @@ func (g *Gateway) Prepare(ctx context.Context, conversationID string) (*Launch, 
 	}
 	g.mu.Lock()
 	live := !conv.released
+	var expired []string
 	if live {
-		conv.tokens[hash] = struct{}{}
+		conv.tokens[hash] = expires
+		now := g.opts.Clock()
+		for h, exp := range conv.tokens {
+			if !now.Before(exp) {
+				expired = append(expired, h)
+				delete(conv.tokens, h)
+			}
+		}
 	}
 	g.mu.Unlock()
 	if !live { // released or closed while the token was being stored
 		_ = g.forget(context.WithoutCancel(ctx), bucketLaunch, hash)
 		return nil, fmt.Errorf("gateway: prepare %s: released concurrently", conversationID)
+	}
+	for _, h := range expired { // unusable anyway; keep the store from accumulating them
+		if err := g.forget(ctx, bucketLaunch, h); err != nil {
+			g.log.Warn("dropping an expired launch token failed", "conversation", conversationID, "err", err)
+		}
 	}
 	return &Launch{
 		ConversationID: conversationID,
@@ -165,7 +178,7 @@ func (g *Gateway) listen(id string) (*conversation, error) {
 		id: id, dir: dir, sock: sock, ln: ln,
 		changed: make(chan struct{}),
 		pending: make(map[net.Conn]struct{}),
-		tokens:  make(map[string]struct{}),
+		tokens:  make(map[string]time.Time),
 	}
 	g.convs[id] = c
 	g.wg.Add(1)
@@ -257,7 +270,7 @@ func (g *Gateway) Release(conversationID string) error {
 	g.mu.Lock()
 	c, ok := g.convs[conversationID]
 	var conns []closer
-	var tokens map[string]struct{}
+	var tokens map[string]time.Time
 	if ok {
 		delete(g.convs, conversationID)
 		conns = c.shutdownLocked()

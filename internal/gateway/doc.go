@@ -29,6 +29,7 @@
 // re-listens on the existing directory, and the guest's retry loop finds the new socket. A later admission with a
 // fresh launch token for the same conversation (a new container) replaces the record, and Release deletes it.
 //
-// Limits: launch tokens that are never presented stay in the store after a restart (Release removes only the ones
-// this process issued), because the TokenStore seam has no listing.
+// Unspent launch tokens issued by this process are deleted when they are found expired at the next Prepare of
+// their conversation, and at Release. Limit: tokens issued by an earlier process and never presented stay in the
+// store (about 100 bytes each), because the TokenStore seam has no listing.
 package gateway

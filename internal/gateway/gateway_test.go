@@ -136,6 +136,11 @@ func TestTokensStoredHashed(t *testing.T) {
 	e.assertNoSecretsLogged(b.LaunchToken, rep.ReconnectSecret)
 }
 
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
 // counterValue reads one labelled counter from a registry.
 func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
@@ -277,8 +282,20 @@ func TestExpiredToken(t *testing.T) {
 	if _, err := sidechannel.Dial(context.Background(), b, nil); !errors.As(err, &refused) || refused.Reason != wire.ReasonTokenUnknown {
 		t.Fatalf("second use: %v", err)
 	}
+	// An expired token that was never presented is dropped from the store at the next Prepare.
+	stale := e.prepare("conv-e")
+	clock.Advance(gateway.DefaultTokenTTL)
+	fresh := e.prepare("conv-e")
+	snap := e.store.snapshot()
+	if _, ok := snap["gateway-launch/"+hashHex(stale.LaunchToken)]; ok {
+		t.Fatal("expired unspent token still stored")
+	}
+	if _, ok := snap["gateway-launch/"+hashHex(fresh.LaunchToken)]; !ok {
+		t.Fatal("fresh token not stored")
+	}
 	// A fresh token for the same conversation works (within its TTL).
-	e.goodGuestConnects("conv-e")
+	dialServe(t, fresh)
+	waitGuest(t, e.g, "conv-e")
 }
 
 func TestWrongConversationID(t *testing.T) {

@@ -53,17 +53,17 @@ func (g *Gateway) serveConn(c *conversation, raw net.Conn) {
 		if r == wire.ReasonTLSHandshake { // the connection is fine, its content is not
 			r = wire.ReasonMalformedHello
 		}
+		g.refused(c.id, fp, refuse(r, "reading hello failed", err)) // counted before the guest learns of it
 		if r == wire.ReasonMalformedHello {
 			g.reply(tc, wire.Reply{Reason: r, Message: "malformed hello"})
 		}
-		g.refused(c.id, fp, refuse(r, "reading hello failed", err))
 		return
 	}
 	reconnect := hello.ReconnectSecret != ""
 	gc, ref := g.admit(ctx, c, hello, fp, tc, raw)
 	if ref != nil {
+		g.refused(c.id, fp, ref) // counted before the guest learns of it
 		g.reply(tc, wire.Reply{Reason: ref.reason, Message: ref.msg})
-		g.refused(c.id, fp, ref)
 		return
 	}
 	admitted = true
