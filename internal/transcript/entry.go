@@ -1,0 +1,31 @@
+// Package transcript is a conversation's attributed transcript: clean text
+// events with a speaker and a per-conversation cursor, committed to the store
+// as they arrive.
+package transcript
+
+import "time"
+
+// Speakers of transcript entries.
+const (
+	SpeakerHuman = "human"
+	SpeakerAgent = "agent"
+	SpeakerTool  = "tool"
+	// SpeakerInjectedPrefix starts the speaker of a monitor's injected message:
+	// "injected:<monitor>".
+	SpeakerInjectedPrefix = "injected:"
+)
+
+// Entry is one attributed transcript event.
+type Entry struct {
+	// Cursor is the entry's position in its conversation's transcript, from 1.
+	Cursor int64 `json:"cursor"`
+	// Speaker is human, agent, tool or injected:<monitor>.
+	Speaker string `json:"speaker"`
+	// Text is clean text (never raw PTY bytes).
+	Text string `json:"text"`
+	// Time is when the utterance happened (the CLI's timestamp when it has one).
+	Time time.Time `json:"time"`
+	// NativeID is the id of the line in the CLI's native session store; an
+	// entry whose NativeID is already committed is never committed again.
+	NativeID string `json:"nativeId,omitempty"`
+}
