@@ -37,6 +37,8 @@ var _ = Describe("Docker runtime", Label("runtime"), func() {
 			WithTimeout(10 * time.Second).Should(ContainSubstring("ready"))
 
 		other := run.Create(ctx, run.Spec("other", probeImage, "serve"))
+		_, err = suite.Runtime.Create(ctx, run.Spec("other", probeImage, "serve"))
+		Expect(err).To(MatchError(runtime.ErrNameConflict))
 		listed, err := suite.Runtime.List(ctx, map[string]string{framework.LabelTestRun: run.ID})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(listed).To(HaveLen(2))

@@ -161,6 +161,10 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 // IsNotFound reports whether err says a container is absent.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
+// ErrNameConflict is matched (errors.Is) by Create errors saying the container name is already taken (for
+// example by a container a crashed supervisor created but never recorded: look it up by label and adopt or remove).
+var ErrNameConflict = errors.New("container name already in use")
+
 // MatchLabels reports whether labels satisfies selector: every selector key must be present, and its value must
 // equal the selector value unless that is "" (key present with any value). An empty selector matches everything.
 // Runtimes implement List and Events with exactly these semantics.

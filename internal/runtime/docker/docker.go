@@ -158,6 +158,9 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.ContainerSpec) (strin
 	}
 	resp, err := r.cli.ContainerCreate(ctx, cfg, r.HostConfig(spec), nil, nil, spec.Name)
 	if err != nil {
+		if cerrdefs.IsConflict(err) {
+			return "", fmt.Errorf("docker create %s: %w: %w", spec.Name, runtime.ErrNameConflict, err)
+		}
 		return "", fmt.Errorf("docker create %s from %s: %w", spec.Name, spec.Image, err)
 	}
 	return resp.ID, nil

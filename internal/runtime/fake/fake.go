@@ -176,7 +176,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.ContainerSpec) (strin
 	}
 	for _, c := range r.containers {
 		if c.state.Name == name {
-			return "", fmt.Errorf("fake runtime create: name %q already in use by %s", name, c.state.ID)
+			return "", fmt.Errorf("fake runtime create: %w: %q is used by %s", runtime.ErrNameConflict, name, c.state.ID)
 		}
 	}
 	spec = cloneSpec(spec)

@@ -166,8 +166,8 @@ func TestListSelectorsSpecsAndDefaults(t *testing.T) {
 	_, _ = r.Create(ctx, spec("a", map[string]string{"sup": "s1", "agent": "x"}))
 	_, _ = r.Create(ctx, spec("b", map[string]string{"sup": "s1", "agent": "y"}))
 	_, _ = r.Create(ctx, spec("c", map[string]string{"sup": "s2"}))
-	if _, err := r.Create(ctx, spec("a", nil)); err == nil {
-		t.Fatal("duplicate name accepted")
+	if _, err := r.Create(ctx, spec("a", nil)); !errors.Is(err, runtime.ErrNameConflict) {
+		t.Fatalf("duplicate name: want ErrNameConflict, got %v", err)
 	}
 	cases := []struct {
 		sel  map[string]string
