@@ -136,6 +136,12 @@ func TestTokensStoredHashed(t *testing.T) {
 	e.assertNoSecretsLogged(b.LaunchToken, rep.ReconnectSecret)
 }
 
+// stackDump returns every goroutine's stack.
+func stackDump() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
 func hashHex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
@@ -374,7 +380,7 @@ func TestGarbageBytes(t *testing.T) {
 }
 
 func TestDisconnectMidHandshake(t *testing.T) {
-	e := newEnv(t, func(o *gateway.Options) { o.HandshakeTimeout = 500 * time.Millisecond })
+	e := newEnv(t, func(o *gateway.Options) { o.HandshakeTimeout = time.Second })
 	b := e.prepare("conv-d")
 
 	// 1. Connect and hang up before any byte.
@@ -601,9 +607,12 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		get(t, waitGuest(t, e.g, b.ConversationID), "/x")
 	}
 	stalled := dialUnix(t, e.prepare("conv-stall").SocketPath) // never speaks
-	eventually(t, 5*time.Second, func() error {
-		if runtime.NumGoroutine() <= base+5 {
-			return errors.New("handshake goroutine not started yet")
+	eventually(t, 5*time.Second, func() error {                // its handshake goroutine is waiting for the first record
+		if e.g.Stats().Refused[wire.ReasonTimeout] != 0 {
+			return errors.New("stalled connection already timed out")
+		}
+		if !strings.Contains(stackDump(), "crypto/tls.(*Conn).HandshakeContext") {
+			return errors.New("no handshake in progress yet")
 		}
 		return nil
 	})
