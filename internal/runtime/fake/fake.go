@@ -54,6 +54,7 @@ const (
 	OpList    Op = "list"
 	OpLogs    Op = "logs"
 	OpPing    Op = "ping"
+	OpEvents  Op = "events"
 )
 
 // Runtime is the fake. The zero value is not usable; call New. Each instance is independent.
@@ -391,6 +392,11 @@ func (r *Runtime) Events(ctx context.Context, labelSelector map[string]string) (
 		errc:     make(chan error, 1),
 	}
 	r.mu.Lock()
+	if err := r.injected(OpEvents); err != nil {
+		r.closeSub(s, err)
+		r.mu.Unlock()
+		return s.ch, s.errc
+	}
 	r.subs[s] = struct{}{}
 	r.mu.Unlock()
 	go func() {
@@ -400,6 +406,22 @@ func (r *Runtime) Events(ctx context.Context, labelSelector map[string]string) (
 		r.closeSub(s, nil)
 	}()
 	return s.ch, s.errc
+}
+
+// Subscribers returns the number of open Events streams.
+func (r *Runtime) Subscribers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.subs)
+}
+
+// BreakEvents ends every open Events stream with err, as an engine restart would.
+func (r *Runtime) BreakEvents(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.subs {
+		r.closeSub(s, err)
+	}
 }
 
 // closeSub ends a subscription; r.mu must be held.
