@@ -113,6 +113,23 @@ var _ = Describe("Docker runtime", Label("runtime"), func() {
 		Expect(st.ExitCode).To(Equal(137))
 	}, SpecTimeout(time.Minute))
 
+	It("reports exit codes in state and die events, and reads TTY logs raw", func(ctx SpecContext) {
+		evs, _ := suite.Runtime.Events(ctx, map[string]string{framework.LabelTestRun: run.ID})
+		out, code := runToExit(ctx, run, "exit7", probeImage, "exit", "7")
+		Expect(code).To(Equal(7))
+		Expect(out).To(Equal("exiting 7\n"))
+		Eventually(ctx, evs).WithTimeout(10 * time.Second).Should(Receive(SatisfyAll(
+			HaveField("Type", runtime.EventDie), HaveField("ExitCode", 7))))
+
+		spec := run.Spec("tty", probeImage, "print", "on a tty")
+		spec.Tty = true
+		id := run.Create(ctx, spec)
+		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
+		out, code = waitExit(ctx, id)
+		Expect(code).To(Equal(0))
+		Expect(out).To(Equal("on a tty\r\n"), "a TTY's output is not multiplexed and carries CRLF")
+	}, SpecTimeout(time.Minute))
+
 	It("runs with --network none: only the loopback interface exists", func(ctx SpecContext) {
 		out, code := runToExit(ctx, run, "net", probeImage, "netifs")
 		Expect(code).To(Equal(0), out)
