@@ -38,8 +38,8 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 			"aicli-guest":    "./cmd/aicli-guest",
 			"aicli-fake-cli": "./cmd/aicli-fake-cli",
 		})).To(Succeed())
-		b := &imagebuild.Builder{Docker: suite.Client, Defs: images.FS, ArtifactDir: dir, Logger: suite.Logger,
-			PruneOld: true}
+		// No pruning here: other suites on this engine may be using older fake images.
+		b := &imagebuild.Builder{Docker: suite.Client, Defs: images.FS, ArtifactDir: dir, Logger: suite.Logger}
 		var err error
 		fakeImage, err = b.Ensure(ctx, "fake", func(l string) { GinkgoWriter.Println(l) })
 		Expect(err).NotTo(HaveOccurred())

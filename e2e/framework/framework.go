@@ -233,11 +233,12 @@ func (s *Suite) ContainerOutput(ctx context.Context, id string) (string, error) 
 	return string(b), err
 }
 
-// BuildBinaries builds static binaries (CGO_ENABLED=0, -trimpath so the bytes, and therefore image hashes, do not
-// depend on the checkout path) into outDir: bins maps output name → package path relative to root.
+// BuildBinaries builds static binaries into outDir the way `make build` does (CGO_ENABLED=0, -trimpath, -s -w), so
+// the bytes, and therefore image tags, match the Makefile's and do not depend on the checkout path. bins maps
+// output name → package path relative to root.
 func BuildBinaries(ctx context.Context, root, outDir string, bins map[string]string) error {
 	for name, pkg := range bins {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(outDir, name), pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(outDir, name), pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := cmd.CombinedOutput()
