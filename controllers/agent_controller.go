@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,7 +57,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}()
 
 	if agent.DeletionTimestamp != nil {
-		return reconcile.Result{}, r.reconcileDelete(ctx, agent)
+		return r.reconcileDelete(ctx, agent)
 	}
 	if !slices.Contains(agent.Finalizers, AgentFinalizer) {
 		agent.Finalizers = append(agent.Finalizers, AgentFinalizer)
@@ -132,18 +133,44 @@ func ensureOwnedDir(dir string) error {
 	return nil
 }
 
-// reconcileDelete releases the finalizer. The durable directories stay on disk:
-// re-creating an agent of the same name finds its home again.
-func (r *AgentReconciler) reconcileDelete(ctx context.Context, agent *v1alpha1.Agent) error {
+// reconcileDelete pauses the agent's live conversations first (their CLIs
+// flush their native session stores), then releases the finalizer. The
+// durable directories stay on disk: re-creating an agent of the same name
+// finds its home again.
+func (r *AgentReconciler) reconcileDelete(ctx context.Context, agent *v1alpha1.Agent) (reconcile.Result, error) {
 	if !slices.Contains(agent.Finalizers, AgentFinalizer) {
-		return nil
+		return reconcile.Result{}, nil
+	}
+	var convs v1alpha1.ConversationList
+	if err := r.Client.List(ctx, agent.Namespace, &convs, nil); err != nil {
+		return reconcile.Result{}, err
+	}
+	waiting := 0
+	for i := range convs.Items {
+		conv := &convs.Items[i]
+		if conv.Spec.AgentRef != agent.Name {
+			continue
+		}
+		if conv.Spec.DesiredState == v1alpha1.ConversationActive {
+			conv.Spec.DesiredState = v1alpha1.ConversationPaused
+			if err := r.Client.Update(ctx, conv); err != nil {
+				return reconcile.Result{}, err
+			}
+			r.Logger.Info("pausing a live conversation of a deleted agent", "agent", agent.Namespace+"/"+agent.Name, "conversation", conv.Name)
+		}
+		if conv.Status.State == v1alpha1.ConversationActive || conv.Status.ContainerID != "" {
+			waiting++
+		}
+	}
+	if waiting > 0 {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	agent.Finalizers = slices.DeleteFunc(agent.Finalizers, func(f string) bool { return f == AgentFinalizer })
 	err := r.Client.Update(ctx, agent)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return reconcile.Result{}, nil
 	}
-	return err
+	return reconcile.Result{}, err
 }
 
 func (r *AgentReconciler) writeStatus(ctx context.Context, agent *v1alpha1.Agent, before *v1alpha1.AgentStatus) error {

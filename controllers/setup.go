@@ -6,10 +6,15 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
 )
 
@@ -24,6 +29,16 @@ type Options struct {
 	Logger       *slog.Logger
 	// SkipNameValidation lets tests start controllers more than once per process.
 	SkipNameValidation bool
+
+	// Runtime, Images and Gateway drive conversations. Without a Runtime the
+	// conversation controller only reports NotImplemented (unit tests of the
+	// other kinds).
+	Runtime runtime.Runtime
+	Images  ImageEnsurer
+	Gateway GuestGateway
+	// Sessions, when set, is the live-guest registry to use (the API's send,
+	// screen and attach read it); Start fills in its Gateway, Changed and Ctx.
+	Sessions *Sessions
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -36,10 +51,11 @@ func Start(ctx context.Context, opts Options) error {
 		r        reconcile.Reconciler
 		mappers  []MapFunc
 	}
+	convReconciler, convSource := conversationController(ctx, c, opts)
 	specs := []spec{
 		{"agent", "agents", &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log},
 			[]MapFunc{peerReferrers(c)}},
-		{"conversation", "conversations", &PendingReconciler{Client: c, Resource: "conversations", Refs: conversationRefs}, nil},
+		{"conversation", "conversations", convReconciler, nil},
 		{"grant", "grants", &PendingReconciler{Client: c, Resource: "grants", Refs: grantRefs}, nil},
 		{"monitorattachment", "monitorattachments", &PendingReconciler{Client: c, Resource: "monitorattachments", Refs: monitorRefs}, nil},
 	}
@@ -56,6 +72,11 @@ func Start(ctx context.Context, opts Options) error {
 		if err := ctrl.Watch(StoreSource(opts.Store, s.resource, log, s.mappers...)); err != nil {
 			return fmt.Errorf("controller %s: %w", s.name, err)
 		}
+		if s.name == "conversation" && convSource != nil {
+			if err := ctrl.Watch(convSource); err != nil {
+				return fmt.Errorf("controller %s: %w", s.name, err)
+			}
+		}
 		go func() {
 			if err := ctrl.Start(ctx); err != nil && ctx.Err() == nil {
 				log.Error("controller stopped", "controller", s.name, "err", err)
@@ -63,4 +84,49 @@ func Start(ctx context.Context, opts Options) error {
 		}()
 	}
 	return nil
+}
+
+// conversationController builds the conversation reconciler and the source of
+// its out-of-band triggers (guest connected, status changed, image built).
+func conversationController(ctx context.Context, c *storeclient.Client, opts Options) (reconcile.Reconciler, source.Source) {
+	if opts.Runtime == nil {
+		return &PendingReconciler{Client: c, Resource: "conversations", Refs: conversationRefs}, nil
+	}
+	triggers := make(chan types.NamespacedName, 1024)
+	trigger := func(key types.NamespacedName) {
+		select {
+		case triggers <- key:
+		case <-ctx.Done():
+		}
+	}
+	sessions := opts.Sessions
+	if sessions == nil {
+		sessions = &Sessions{}
+	}
+	sessions.Gateway, sessions.Changed, sessions.Ctx, sessions.Logger = opts.Gateway, trigger, ctx, opts.Logger
+	images := &ImageCache{Ensurer: opts.Images, Logger: opts.Logger, Ctx: ctx, Changed: func(string) {
+		var list v1alpha1.ConversationList
+		if err := c.List(ctx, "", &list, nil); err != nil {
+			return
+		}
+		for _, conv := range list.Items {
+			trigger(types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name})
+		}
+	}}
+	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Sessions: sessions,
+		DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger}
+	src := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case key := <-triggers:
+					q.Add(reconcile.Request{NamespacedName: key})
+				}
+			}
+		}()
+		return nil
+	})
+	return r, src
 }

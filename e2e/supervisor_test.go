@@ -132,7 +132,7 @@ func (p *supervisorProc) apply(ctx context.Context, body string) {
 	GinkgoHelper()
 	var obj unstructured.Unstructured
 	Expect(json.Unmarshal([]byte(body), &obj.Object)).To(Succeed())
-	_, err := p.client.Create(ctx, &obj)
+	_, err := p.client.Create(ctx, &obj, client.WriteOptions{})
 	Expect(err).NotTo(HaveOccurred())
 }
 
@@ -212,5 +212,5 @@ func (p *supervisorProc) waitReply(ctx context.Context, conv, text string) trans
 }
 
 func fakeAgent(name string) string {
-	return fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q,"namespace":"default"},"spec":{"harness":"fake","env":[{"name":"FAKE_DELAY_MS","value":"50"}]}}`, name)
+	return fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q,"namespace":"default"},"spec":{"harness":"fake","env":[{"name":"AICLI_FAKE_DELAY","value":"50ms"}]}}`, name)
 }

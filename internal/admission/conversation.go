@@ -37,7 +37,17 @@ func (c *Conversations) Admit(ctx context.Context, op apiserver.Operation, old, 
 			})
 		}
 	}
-	if desired, _, _ := unstructured.NestedString(obj.Object, "spec", "desiredState"); desired != string(v1alpha1.ConversationActive) {
+	desired, _, _ := unstructured.NestedString(obj.Object, "spec", "desiredState")
+	if old != nil {
+		oldDesired, _, _ := unstructured.NestedString(old.Object, "spec", "desiredState")
+		if oldDesired == string(v1alpha1.ConversationArchived) && desired != oldDesired {
+			return apierrors.NewInvalid(conversationGK, obj.GetName(), field.ErrorList{
+				field.Invalid(field.NewPath("spec", "desiredState"), desired,
+					"an Archived conversation stays archived (its transcript remains readable); start a new conversation instead"),
+			})
+		}
+	}
+	if desired != string(v1alpha1.ConversationActive) {
 		return nil
 	}
 	live, err := LiveConversation(ctx, c.Store, obj.GetNamespace(), agent, obj.GetName())

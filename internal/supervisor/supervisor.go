@@ -20,9 +20,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"aicli.dev/aicli/controllers"
+	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/runtime"
+	"aicli.dev/aicli/internal/runtime/docker"
 	"aicli.dev/aicli/internal/store"
 )
 
@@ -42,6 +47,11 @@ type Config struct {
 	Logger     *slog.Logger
 	// Ready, when set, is called once the supervisor serves requests.
 	Ready func(*Supervisor)
+	// ArtifactDir holds the guest binaries the image definitions copy
+	// (aicli-guest, aicli-fake-cli); default: the supervisor's own directory.
+	ArtifactDir string
+	// ReapInterval is the orphan-container sweep period (default 1m).
+	ReapInterval time.Duration
 
 	// skipNameValidation lets tests run several supervisors in one process.
 	skipNameValidation bool
@@ -103,12 +113,34 @@ func Run(ctx context.Context, cfg Config) error {
 		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}},
 	})
 
+	rt, dockerClient, err := docker.NewFromEnv(docker.Options{})
+	if err != nil {
+		return err
+	}
+	defer dockerClient.Close()
+	pingCtx, cancelPing := context.WithTimeout(ctx, 10*time.Second)
+	err = rt.Ping(pingCtx)
+	cancelPing()
+	if err != nil {
+		return fmt.Errorf("the supervisor requires Docker and cannot reach its engine (run hack/ensure-docker.sh): %w", err)
+	}
+	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log}
+	sessions := &controllers.Sessions{}
+
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
-		SkipNameValidation: cfg.skipNameValidation}); err != nil {
+		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions}); err != nil {
 		return err
 	}
+	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
+		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, Logger: log}
+	go func() { _ = reaper.Run(ctrlCtx) }()
 
 	mux := s.mux(api.Handler(), reg)
 	unixLn, err := listenUnix(cfg.Socket)

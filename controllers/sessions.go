@@ -1,0 +1,230 @@
+package controllers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/guest/ptyclient"
+	"aicli.dev/aicli/internal/gateway"
+)
+
+// GuestGateway is the part of the side-channel gateway the controllers use.
+type GuestGateway interface {
+	Prepare(ctx context.Context, conversationID string) (*gateway.Launch, error)
+	WaitGuest(ctx context.Context, conversationID string) (*gateway.GuestConn, error)
+	Guest(conversationID string) (*gateway.GuestConn, bool)
+	Release(conversationID string) error
+}
+
+// statusPollInterval is how often a live guest's execution status is read.
+const statusPollInterval = 200 * time.Millisecond
+
+// Sessions tracks the live guest connection of every running conversation:
+// it waits for guests to dial in, watches their execution status, and asks
+// for a reconcile whenever something changes. It never writes the store.
+type Sessions struct {
+	Gateway GuestGateway
+	// Changed asks for a reconcile of a conversation.
+	Changed func(types.NamespacedName)
+	Logger  *slog.Logger
+	// Ctx bounds every background goroutine.
+	Ctx context.Context
+	// OnConnect, when set, runs once per new guest connection (e.g. the transcript pump).
+	OnConnect func(ctx context.Context, key types.NamespacedName, uid string, pty ptyapi.PTY)
+
+	mu sync.Mutex
+	m  map[string]*session // by conversation uid
+	// startedAt is when this process started; adopted containers get until
+	// startedAt+GuestDialTimeout to re-dial.
+	startedAt time.Time
+	once      sync.Once
+}
+
+type session struct {
+	key     types.NamespacedName
+	waiting bool
+	conn    *gateway.GuestConn
+	pty     ptyapi.PTY
+	info    ptyapi.StatusInfo
+	hasInfo bool
+	cancel  context.CancelFunc
+}
+
+func (s *Sessions) init() {
+	s.once.Do(func() {
+		s.m = map[string]*session{}
+		s.startedAt = time.Now()
+		if s.Ctx == nil {
+			s.Ctx = context.Background()
+		}
+	})
+}
+
+// StartedAt is when the session registry started (the supervisor's start).
+func (s *Sessions) StartedAt() time.Time {
+	s.init()
+	return s.startedAt
+}
+
+func (s *Sessions) get(key types.NamespacedName, uid string) *session {
+	s.init()
+	sess := s.m[uid]
+	if sess == nil {
+		sess = &session{key: key}
+		s.m[uid] = sess
+	}
+	return sess
+}
+
+// Prepare readies the gateway for the conversation's guest.
+func (s *Sessions) Prepare(ctx context.Context, uid string) (*gateway.Launch, error) {
+	return s.Gateway.Prepare(ctx, uid)
+}
+
+// Guest returns the conversation's connected guest and its last observed
+// status. When no guest is connected it starts (once) a background wait that
+// requests a reconcile when one connects.
+func (s *Sessions) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, *gateway.GuestConn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.get(key, uid)
+	if sess.conn != nil {
+		select {
+		case <-sess.conn.Done():
+			sess.conn, sess.pty, sess.hasInfo = nil, nil, false
+		default:
+			return sess.pty, sess.conn, true
+		}
+	}
+	if conn, ok := s.Gateway.Guest(uid); ok {
+		s.attachLocked(sess, uid, conn)
+		return sess.pty, sess.conn, true
+	}
+	if !sess.waiting {
+		sess.waiting = true
+		go s.waitGuest(key, uid)
+	}
+	return nil, nil, false
+}
+
+func (s *Sessions) waitGuest(key types.NamespacedName, uid string) {
+	ctx, cancel := context.WithTimeout(s.Ctx, GuestDialTimeout+5*time.Second)
+	defer cancel()
+	_, err := s.Gateway.WaitGuest(ctx, uid)
+	s.mu.Lock()
+	if sess := s.m[uid]; sess != nil {
+		sess.waiting = false
+	}
+	s.mu.Unlock()
+	if err == nil || ctx.Err() != nil {
+		s.Changed(key)
+	}
+}
+
+// attachLocked starts watching a newly connected guest.
+func (s *Sessions) attachLocked(sess *session, uid string, conn *gateway.GuestConn) {
+	if sess.cancel != nil {
+		sess.cancel()
+	}
+	ctx, cancel := context.WithCancel(s.Ctx)
+	sess.conn, sess.cancel, sess.hasInfo = conn, cancel, false
+	sess.pty = ptyclient.New(conn.HTTPClient(), "http://guest")
+	go s.watch(ctx, sess.key, uid, conn, sess.pty)
+	if s.OnConnect != nil {
+		go s.OnConnect(ctx, sess.key, uid, sess.pty)
+	}
+}
+
+// watch polls the guest's status and asks for a reconcile on every change
+// and when the connection drops.
+func (s *Sessions) watch(ctx context.Context, key types.NamespacedName, uid string, conn *gateway.GuestConn, pty ptyapi.PTY) {
+	t := time.NewTicker(statusPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-conn.Done():
+			s.Changed(key)
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := pty.Status(rctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		sess := s.m[uid]
+		changed := sess != nil && sess.conn == conn && (!sess.hasInfo || statusChanged(sess.info, info))
+		if changed {
+			sess.info, sess.hasInfo = info, true
+		}
+		s.mu.Unlock()
+		if changed {
+			s.Changed(key)
+		}
+	}
+}
+
+func statusChanged(a, b ptyapi.StatusInfo) bool {
+	return a.Status != b.Status || a.Alive != b.Alive || a.SessionID != b.SessionID || (a.ExitCode == nil) != (b.ExitCode == nil)
+}
+
+// Status returns the last observed status of the conversation's guest.
+func (s *Sessions) Status(uid string) (ptyapi.StatusInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	sess := s.m[uid]
+	if sess == nil || !sess.hasInfo {
+		return ptyapi.StatusInfo{}, false
+	}
+	return sess.info, true
+}
+
+// Record stores a status the reconciler read itself.
+func (s *Sessions) Record(key types.NamespacedName, uid string, info ptyapi.StatusInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.get(key, uid)
+	sess.info, sess.hasInfo = info, true
+}
+
+// PTY returns the remote PTY of a live conversation, for the API's send,
+// screen and attach operations.
+func (s *Sessions) PTY(uid string) (ptyapi.PTY, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	sess := s.m[uid]
+	if sess == nil || sess.pty == nil {
+		return nil, false
+	}
+	select {
+	case <-sess.conn.Done():
+		return nil, false
+	default:
+		return sess.pty, true
+	}
+}
+
+// Forget stops watching the conversation and releases its gateway state.
+func (s *Sessions) Forget(uid string) error {
+	s.mu.Lock()
+	s.init()
+	if sess := s.m[uid]; sess != nil {
+		if sess.cancel != nil {
+			sess.cancel()
+		}
+		delete(s.m, uid)
+	}
+	s.mu.Unlock()
+	return s.Gateway.Release(uid)
+}
