@@ -256,6 +256,12 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stream, err := c.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed syncBuf
+	go func() { _, _ = io.Copy(&streamed, stream) }()
 	waitFor(t, "idle", func() bool {
 		st, err := c.Status(ctx)
 		return err == nil && st.Status == ptyapi.StatusIdle
@@ -266,6 +272,9 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 	waitFor(t, "reply on the remote screen", func() bool {
 		s, err := c.RenderScreen(ctx)
 		return err == nil && strings.Contains(strings.Join(s.Lines, "\n"), "fake[turn 1]: through the side channel")
+	})
+	waitFor(t, "reply in the byte stream over the side channel", func() bool {
+		return strings.Contains(streamed.String(), "fake[turn 1]: through the side channel")
 	})
 	// The container log (stdout) carries the CLI's verbatim output.
 	waitFor(t, "reply in the container log", func() bool {

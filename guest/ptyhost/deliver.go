@@ -100,7 +100,7 @@ func (h *Host) readyLocked(now time.Time) (time.Duration, bool) {
 	settle := h.policy.SettleAfterSubmit
 	st := h.status
 	// The status must reflect all output received so far.
-	if h.evalSeq != h.outSeq.Load() {
+	if h.evalSeq != h.inSeq.Load() {
 		return 0, false
 	}
 	switch {
@@ -137,7 +137,7 @@ func (h *Host) deliver(text string) error {
 		if i == len(chunks)-1 {
 			// Output from here on is the CLI's reaction to the submission.
 			h.mu.Lock()
-			h.deliverSeq = h.outSeq.Load()
+			h.deliverSeq = h.inSeq.Load()
 			h.sawNonIdle = false
 			h.mu.Unlock()
 		}

@@ -36,6 +36,8 @@ const (
 	DefaultSubscriberBuffer = 1 << 20
 	DefaultMirrorBuffer     = 4 << 20
 	DefaultPath             = "/opt/aicli/bin:/usr/local/bin:/usr/bin:/bin"
+	// emuQueueChunks bounds the emulator's backlog (chunks of at most 32 KiB).
+	emuQueueChunks = 64
 )
 
 // Credential is the user the CLI runs as.
@@ -120,7 +122,10 @@ type Host struct {
 
 	emuMu  sync.Mutex
 	emu    *vt.Emulator
-	outSeq atomic.Uint64
+	inSeq  atomic.Uint64 // output chunks read from the PTY
+	outSeq atomic.Uint64 // output chunks the emulator has processed
+	emuQ   chan emuChunk
+	emuEnd chan struct{} // closed when the emulator has processed all output
 
 	mirror  *nbwriter.Writer
 	evalSig chan struct{}
@@ -165,7 +170,7 @@ func New(opts Options) (*Host, error) {
 		opts: opts, log: log, status: ptyapi.StatusStarting, since: time.Now(),
 		changed: make(chan struct{}), subs: map[*subscriber]struct{}{},
 		evalSig: make(chan struct{}, 1), done: make(chan struct{}), readEnd: make(chan struct{}),
-		stopCh: make(chan struct{}),
+		stopCh: make(chan struct{}), emuQ: make(chan emuChunk, emuQueueChunks), emuEnd: make(chan struct{}),
 	}, nil
 }
 
@@ -238,11 +243,15 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	h.state = stateRunning
 	h.since = time.Now()
 	h.emu = vt.NewEmulator(req.Cols, req.Rows)
+	// Only the visible screen is served; a long scrollback costs a memmove
+	// per scrolled line and megabytes of cells.
+	h.emu.SetScrollbackSize(1)
 	if h.opts.Mirror != nil {
 		h.mirror = nbwriter.New(h.opts.Mirror, h.opts.MirrorBuffer)
 	}
 	go h.answerQueries(h.emu)
 	go h.readLoop()
+	go h.emuLoop()
 	go h.evalLoop()
 	go h.deliverLoop()
 	if launch.SessionID == "" {

@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"aicli.dev/aicli/guest/harness"
+	"aicli.dev/aicli/guest/harness/fake"
 	"aicli.dev/aicli/guest/harness/fake/sessionstore"
 	"aicli.dev/aicli/guest/ptyapi"
 )
@@ -465,4 +467,43 @@ func TestStopBeforeStartAndTwice(t *testing.T) {
 	if code, ok := h.ExitCode(); !ok || code != 128+int(syscall.SIGTERM) {
 		t.Fatalf("exit code %d %v", code, ok)
 	}
+}
+
+// queuingFake is the fake harness declared as accepting input while busy.
+type queuingFake struct{ *fake.Adapter }
+
+func (queuingFake) Delivery() harness.DeliveryPolicy {
+	return harness.DeliveryPolicy{AcceptsQueuedInput: true, SettleAfterSubmit: 50 * time.Millisecond}
+}
+
+func TestAcceptsQueuedInputDeliversWhileBusy(t *testing.T) {
+	e := newEnv(t)
+	reg, err := harness.NewRegistry(queuingFake{fake.New(fake.Options{Binary: fakeBin})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	start(t, h, ptyapi.StartRequest{})
+	waitStatus(t, h, ptyapi.StatusIdle)
+	ctx := context.Background()
+	if err := h.SendMessage(ctx, "first !slow"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, h, ptyapi.StatusBusy)
+	if err := h.SendMessage(ctx, "second"); err != nil {
+		t.Fatal(err)
+	}
+	// Delivered during the slow turn: nothing pending while still BUSY.
+	eventually(t, 2*time.Second, "delivery while busy", func() bool {
+		st := status(t, h)
+		if st.Status != ptyapi.StatusBusy {
+			t.Fatalf("status %s before the slow turn ended", st.Status)
+		}
+		return st.PendingMessages == 0
+	})
+	waitScreen(t, h, "fake[turn 2]: second")
 }

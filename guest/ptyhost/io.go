@@ -19,19 +19,25 @@ import (
 // Options.SubscriberBuffer bytes behind; the PTY reader never waits for it.
 var ErrSlowSubscriber = errors.New("ptyhost: subscriber too slow, stream cut off")
 
-// readLoop copies PTY output into the emulator, the subscribers and the mirror.
+// emuChunk is PTY output queued for the emulator with its arrival number.
+type emuChunk struct {
+	data []byte
+	seq  uint64
+}
+
+// readLoop copies PTY output to the subscribers and the mirror at once and
+// queues it for the emulator, which runs behind on its own goroutine; a full
+// emulator queue pushes back on the CLI rather than losing screen state.
 func (h *Host) readLoop() {
 	defer close(h.readEnd)
+	defer close(h.emuQ)
 	defer h.closeSubscribers(io.EOF)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := h.ptmx.Read(buf)
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
-			h.emuMu.Lock()
-			_, _ = h.emu.Write(chunk)
-			h.outSeq.Add(1)
-			h.emuMu.Unlock()
+			seq := h.inSeq.Add(1)
 			h.mu.Lock()
 			h.lastOutput = time.Now()
 			for s := range h.subs {
@@ -43,16 +49,28 @@ func (h *Host) readLoop() {
 			if h.mirror != nil {
 				_, _ = h.mirror.Write(chunk)
 			}
-			select {
-			case h.evalSig <- struct{}{}:
-			default:
-			}
+			h.emuQ <- emuChunk{data: chunk, seq: seq}
 		}
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) && !isEIO(err) {
 				h.log.Warn("pty read", "err", err)
 			}
 			return
+		}
+	}
+}
+
+// emuLoop feeds queued output to the emulator and triggers status evaluation.
+func (h *Host) emuLoop() {
+	defer close(h.emuEnd)
+	for c := range h.emuQ {
+		h.emuMu.Lock()
+		_, _ = h.emu.Write(c.data)
+		h.outSeq.Store(c.seq)
+		h.emuMu.Unlock()
+		select {
+		case h.evalSig <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -95,7 +113,7 @@ func (h *Host) evalLoop() {
 	for {
 		select {
 		case <-h.evalSig:
-		case <-h.readEnd:
+		case <-h.emuEnd:
 			// End answerQueries: close the reply pipe's writer (Emulator.Close
 			// would race with the pending Read on the emulator's closed flag).
 			h.emuMu.Lock()
