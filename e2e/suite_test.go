@@ -21,7 +21,8 @@ func TestE2E(t *testing.T) {
 	RunSpecs(t, "aicli e2e")
 }
 
-// Suite-wide state, set once in BeforeSuite.
+// Suite-wide state, set once in BeforeSuite. Teardown is a DeferCleanup registered by BeforeSuite: Ginkgo allows
+// one AfterSuite per suite and this file leaves it to other spec files.
 var (
 	suite *framework.Suite
 	// probeArtifacts holds the probe test payload; probeBuilder builds e2e/testdata/images/*.
@@ -31,12 +32,21 @@ var (
 )
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	var err error
 	s, err := framework.NewSuite()
 	Expect(err).NotTo(HaveOccurred())
 	// The gate: no Docker is a failure of every spec, never a skip.
 	Expect(framework.Gate(ctx, s.Runtime)).To(Succeed())
-	suite = s // only a suite that passed the gate is swept in AfterSuite
+	suite = s
+	// Suite teardown (registered here, so other files stay free to add their own AfterSuite): remove whatever
+	// this suite process leaked, fail if that was anything, and sweep stale containers of dead runs.
+	DeferCleanup(func(ctx SpecContext) {
+		leaked, err := suite.SweepSuite(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(leaked).To(BeEmpty(), "specs leaked containers (removed now)")
+		_, err = suite.SweepStale(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(suite.Client.Close()).To(Succeed())
+	}, NodeTimeout(2*time.Minute))
 
 	removed, err := suite.SweepStale(ctx)
 	Expect(err).NotTo(HaveOccurred(), "sweep stale test containers")
@@ -57,18 +67,6 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	probeImage, err = probeBuilder.Ensure(ctx, "probe", nil)
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(5*time.Minute))
-
-var _ = AfterSuite(func(ctx SpecContext) {
-	if suite == nil {
-		return
-	}
-	leaked, err := suite.SweepSuite(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(leaked).To(BeEmpty(), "specs leaked containers (removed now)")
-	_, err = suite.SweepStale(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(suite.Client.Close()).To(Succeed())
-}, NodeTimeout(2*time.Minute))
 
 // runToExit creates and starts a container for cmd on image, waits for it to exit and returns its output and
 // exit code.
