@@ -58,7 +58,12 @@ func (r *ConversationReconciler) reconcileActive(ctx context.Context, conv *v1al
 		return reconcile.Result{}, r.unplannedPause(ctx, conv, fmt.Sprintf("container %s exited with code %d", short(st.ID), st.ExitCode))
 	case !found && conv.Status.ContainerID != "":
 		return reconcile.Result{}, r.unplannedPause(ctx, conv, fmt.Sprintf("container %s is gone", short(conv.Status.ContainerID)))
-	case !found:
+	case found:
+		if err := r.Sessions.Adopt(ctx, key, uid); err != nil {
+			return reconcile.Result{}, fmt.Errorf("re-adopting container %s: %w", short(st.ID), err)
+		}
+		conv.Status.ContainerID = st.ID
+	default:
 		if err := r.launch(ctx, conv, agent, image); err != nil {
 			r.condition(conv, v1alpha1.ConditionContainerRunning, metav1.ConditionFalse, ReasonLaunchFailed, err.Error())
 			return reconcile.Result{}, err
@@ -143,7 +148,7 @@ func (r *ConversationReconciler) launch(ctx context.Context, conv *v1alpha1.Conv
 			return err
 		}
 	}
-	launch, err := r.Sessions.Prepare(ctx, string(conv.UID))
+	launch, err := r.Sessions.Prepare(ctx, types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name}, string(conv.UID))
 	if err != nil {
 		return fmt.Errorf("preparing the side channel: %w", err)
 	}

@@ -46,8 +46,9 @@ type Sessions struct {
 }
 
 type session struct {
-	key     types.NamespacedName
-	waiting bool
+	key      types.NamespacedName
+	prepared bool
+	waiting  bool
 	conn    *gateway.GuestConn
 	pty     ptyapi.PTY
 	info    ptyapi.StatusInfo
@@ -81,9 +82,30 @@ func (s *Sessions) get(key types.NamespacedName, uid string) *session {
 	return sess
 }
 
-// Prepare readies the gateway for the conversation's guest.
-func (s *Sessions) Prepare(ctx context.Context, uid string) (*gateway.Launch, error) {
-	return s.Gateway.Prepare(ctx, uid)
+// Prepare readies the gateway for a new container's guest.
+func (s *Sessions) Prepare(ctx context.Context, key types.NamespacedName, uid string) (*gateway.Launch, error) {
+	launch, err := s.Gateway.Prepare(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.get(key, uid).prepared = true
+	s.mu.Unlock()
+	return launch, nil
+}
+
+// Adopt makes the gateway listen for the guest of a container that was
+// already running when this supervisor started, so the guest can re-dial with
+// its reconnect secret. Idempotent.
+func (s *Sessions) Adopt(ctx context.Context, key types.NamespacedName, uid string) error {
+	s.mu.Lock()
+	prepared := s.get(key, uid).prepared
+	s.mu.Unlock()
+	if prepared {
+		return nil
+	}
+	_, err := s.Prepare(ctx, key, uid)
+	return err
 }
 
 // Guest returns the conversation's connected guest and its last observed
@@ -133,7 +155,7 @@ func (s *Sessions) attachLocked(sess *session, uid string, conn *gateway.GuestCo
 	}
 	ctx, cancel := context.WithCancel(s.Ctx)
 	sess.conn, sess.cancel, sess.hasInfo = conn, cancel, false
-	sess.pty = ptyclient.New(conn.HTTPClient(), "http://guest")
+	sess.pty = ptyclient.New(conn.HTTPClient(), gateway.BaseURL)
 	go s.watch(ctx, sess.key, uid, conn, sess.pty)
 	if s.OnConnect != nil {
 		go s.OnConnect(ctx, sess.key, uid, sess.pty)

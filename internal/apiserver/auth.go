@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -119,4 +120,42 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*Principal, error) {
 		}
 	}
 	return nil, apierrors.NewUnauthorized("the bearer token is not valid")
+}
+
+// RequireAllNamespaces wraps an extra endpoint that spans every namespace: the
+// caller's token must not be bound to a subset.
+func RequireAllNamespaces(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := PrincipalFrom(r.Context())
+		if !ok {
+			writeError(w, apierrors.NewUnauthorized("unauthenticated request"))
+			return
+		}
+		if !p.AllNamespaces() {
+			writeError(w, apierrors.NewForbidden(schemaGR(r.URL.Path), "", errForbiddenAll(p)))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// RequireNamespace wraps an extra endpoint mounted with a {namespace} path
+// wildcard: the caller must be allowed in that namespace.
+func RequireNamespace(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := PrincipalFrom(r.Context())
+		if !ok {
+			writeError(w, apierrors.NewUnauthorized("unauthenticated request"))
+			return
+		}
+		if ns := r.PathValue("namespace"); !p.Allowed(ns) {
+			writeError(w, apierrors.NewForbidden(schemaGR(r.URL.Path), "", errForbiddenNS(p, ns)))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func schemaGR(path string) schema.GroupResource {
+	return schema.GroupResource{Group: "aicli.dev", Resource: path[strings.LastIndex(path, "/")+1:]}
 }

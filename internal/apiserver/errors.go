@@ -9,6 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// WriteError writes err as a Kubernetes Status object: an apimachinery
+// APIStatus keeps its code, anything else becomes a 500. Subresource handlers
+// mounted with HandleSubresource use it for their errors.
+func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
+
 // writeError writes err as a Kubernetes Status object.
 func writeError(w http.ResponseWriter, err error) {
 	status := toStatus(err)

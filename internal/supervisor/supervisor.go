@@ -28,6 +28,7 @@ import (
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/runtime/docker"
+	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
 )
 
@@ -52,6 +53,10 @@ type Config struct {
 	ArtifactDir string
 	// ReapInterval is the orphan-container sweep period (default 1m).
 	ReapInterval time.Duration
+	// PricingURL overrides the models-list endpoint of spend pricing;
+	// OfflinePricing forbids live pricing fetches (cached or bundled table).
+	PricingURL     string
+	OfflinePricing bool
 
 	// skipNameValidation lets tests run several supervisors in one process.
 	skipNameValidation bool
@@ -141,6 +146,14 @@ func Run(ctx context.Context, cfg Config) error {
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
 		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, Logger: log}
 	go func() { _ = reaper.Run(ctrlCtx) }()
+
+	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
+	if err != nil {
+		return err
+	}
+	spendHandler := spendapi.NewHandler(spendSvc, spendapi.HomesUnder(cfg.DataDir))
+	api.Handle("GET "+apiserver.APIPrefix+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
+	api.Handle("GET "+apiserver.APIPrefix+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))
 
 	mux := s.mux(api.Handler(), reg)
 	unixLn, err := listenUnix(cfg.Socket)
