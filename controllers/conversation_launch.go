@@ -296,4 +296,3 @@ func short(id string) string {
 	}
 	return id
 }
-

@@ -49,11 +49,11 @@ type session struct {
 	key      types.NamespacedName
 	prepared bool
 	waiting  bool
-	conn    *gateway.GuestConn
-	pty     ptyapi.PTY
-	info    ptyapi.StatusInfo
-	hasInfo bool
-	cancel  context.CancelFunc
+	conn     *gateway.GuestConn
+	pty      ptyapi.PTY
+	info     ptyapi.StatusInfo
+	hasInfo  bool
+	cancel   context.CancelFunc
 }
 
 func (s *Sessions) init() {
