@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"aicli.dev/aicli/guest/ptyapi"
@@ -46,6 +47,10 @@ type SeedFile struct {
 	Mode os.FileMode
 	// KeepExisting leaves an existing file untouched (user or CLI edits win).
 	KeepExisting bool
+	// Merge, when set and the file exists, computes the content to write from
+	// the existing content (e.g. add a trusted-folder entry to a JSON config
+	// the CLI also writes). Data is used when the file does not exist.
+	Merge func(existing []byte) ([]byte, error)
 }
 
 // Chunk is one piece of a formatted message and the pause to take after writing it.
@@ -118,6 +123,27 @@ type Adapter interface {
 	SessionFile(home, workDir, sessionID string) (string, error)
 	// ParseTranscript reads a native session store file into attributed entries.
 	ParseTranscript(r io.Reader) ([]TranscriptEntry, error)
+}
+
+// SanitizePaste makes text safe to send inside a bracketed paste: it removes
+// the paste start/end markers and every control character except newline and
+// tab, so a message can never end the paste early and be typed as keystrokes.
+// A CR LF pair becomes a newline.
+func SanitizePaste(text string) string {
+	text = strings.ReplaceAll(text, "\x1b[200~", "")
+	text = strings.ReplaceAll(text, "\x1b[201~", "")
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case r == '\r':
+			return '\n'
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, text)
 }
 
 // Registry maps harness names to adapters. Build one per process; it is

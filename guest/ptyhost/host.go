@@ -357,9 +357,15 @@ func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
 	}
 	for _, f := range files {
 		p := filepath.Join(h.opts.Home, filepath.Clean("/"+f.Path))
-		if f.KeepExisting {
-			if _, err := os.Stat(p); err == nil {
+		data := f.Data
+		if existing, err := os.ReadFile(p); err == nil {
+			switch {
+			case f.KeepExisting:
 				continue
+			case f.Merge != nil:
+				if data, err = f.Merge(existing); err != nil {
+					return fmt.Errorf("seed %s: merge: %w", f.Path, err)
+				}
 			}
 		}
 		if err := h.mkdirOwned(filepath.Dir(p)); err != nil {
@@ -369,7 +375,7 @@ func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
 		if mode == 0 {
 			mode = 0o600
 		}
-		if err := os.WriteFile(p, f.Data, mode); err != nil {
+		if err := os.WriteFile(p, data, mode); err != nil {
 			return fmt.Errorf("seed %s: %w", f.Path, err)
 		}
 		if err := h.chown(p); err != nil {

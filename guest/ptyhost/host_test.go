@@ -507,3 +507,88 @@ func TestAcceptsQueuedInputDeliversWhileBusy(t *testing.T) {
 	})
 	waitScreen(t, h, "fake[turn 2]: second")
 }
+
+func TestPasteCannotBeEscapedByTheMessage(t *testing.T) {
+	e := newEnv(t)
+	h := newHost(t, e)
+	sid := newSessionID()
+	start(t, h, ptyapi.StartRequest{SessionID: sid})
+	waitStatus(t, h, ptyapi.StatusIdle)
+	// Unsanitised, the end marker and CR would submit "one" and type "two" as a second turn.
+	if err := h.SendMessage(context.Background(), "one\x1b[201~\rtwo"); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen(t, h, "fake[turn 1]: one")
+	waitStatus(t, h, ptyapi.StatusIdle)
+	recs, err := sessionstore.ReadFile(sessionstore.Path(e.home, sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Text() != "one\ntwo" {
+		t.Fatalf("store after one message: %d records, first %q", len(recs), recs[0].Text())
+	}
+}
+
+// seedingFake adds a merged seed file to the fake harness.
+type seedingFake struct{ *fake.Adapter }
+
+func (seedingFake) SeedFiles(harness.LaunchRequest) ([]harness.SeedFile, error) {
+	return []harness.SeedFile{
+		{Path: "cfg/settings.txt", Data: []byte("fresh"), Merge: func(old []byte) ([]byte, error) {
+			return append(old, []byte("+merged")...), nil
+		}},
+		{Path: "../escape.txt", Data: []byte("stays inside the home")},
+	}, nil
+}
+
+func TestSeedFilesMergeAndStayInsideHome(t *testing.T) {
+	e := newEnv(t)
+	if err := os.MkdirAll(filepath.Join(e.home, "cfg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "cfg", "settings.txt"), []byte("user"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := harness.NewRegistry(seedingFake{fake.New(fake.Options{Binary: fakeBin})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	start(t, h, ptyapi.StartRequest{})
+	b, err := os.ReadFile(filepath.Join(e.home, "cfg", "settings.txt"))
+	if err != nil || string(b) != "user+merged" {
+		t.Fatalf("merged seed: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(e.home), "escape.txt")); err == nil {
+		t.Fatal("a seed path escaped the home")
+	}
+	if b, err := os.ReadFile(filepath.Join(e.home, "escape.txt")); err != nil || string(b) != "stays inside the home" {
+		t.Fatalf("clamped seed: %q %v", b, err)
+	}
+}
+
+func TestStartFailsCleanlyWithoutTheBinary(t *testing.T) {
+	e := newEnv(t)
+	reg, err := harness.NewRegistry(fake.New(fake.Options{Binary: "/nonexistent/aicli-fake-cli"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if _, err := h.Start(context.Background(), ptyapi.StartRequest{Harness: "fake"}); !errors.Is(err, ptyapi.ErrInvalidArgument) {
+		t.Fatalf("start without binary: %v", err)
+	}
+	if _, err := h.Start(context.Background(), ptyapi.StartRequest{Harness: "fake", WorkDir: "/nonexistent"}); !errors.Is(err, ptyapi.ErrInvalidArgument) {
+		t.Fatalf("start with a missing workdir: %v", err)
+	}
+	if st := status(t, h); st.Alive || st.Status != ptyapi.StatusStarting {
+		t.Fatalf("status after failed start %+v", st)
+	}
+}

@@ -127,10 +127,11 @@ func (a *Adapter) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
 	return "", false
 }
 
-// FormatMessage implements harness.Adapter: bracketed paste, a short pause, Enter.
+// FormatMessage implements harness.Adapter: bracketed paste of the sanitised
+// text, a short pause, Enter.
 func (a *Adapter) FormatMessage(text string) []harness.Chunk {
 	return []harness.Chunk{
-		{Data: []byte("\x1b[200~" + text + "\x1b[201~"), Pause: a.opts.PasteEnterPause},
+		{Data: []byte("\x1b[200~" + harness.SanitizePaste(text) + "\x1b[201~"), Pause: a.opts.PasteEnterPause},
 		{Data: []byte("\r")},
 	}
 }
