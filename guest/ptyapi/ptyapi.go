@@ -135,3 +135,32 @@ type PTY interface {
 	// Stop ends the CLI (SIGTERM to its process group, then SIGKILL after grace).
 	Stop(ctx context.Context) error
 }
+
+// TranscriptEntry is one utterance parsed by the harness adapter from the
+// CLI's native session store: clean text, never raw PTY bytes.
+type TranscriptEntry struct {
+	// ID is the native store's id of the line (stable across re-reads).
+	ID string `json:"id"`
+	// Role is user, assistant, tool or system.
+	Role string `json:"role"`
+	// Text is the clean text.
+	Text string `json:"text"`
+	// Timestamp is the CLI's own timestamp of the line.
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// Transcript roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+	RoleSystem    = "system"
+)
+
+// TranscriptFollower is implemented by PTYs that can stream the CLI's native
+// transcript: every entry of the current session from its beginning, then
+// each new one as the CLI writes it (following a session-id change after a
+// resume), until ctx ends or fn returns an error.
+type TranscriptFollower interface {
+	FollowTranscript(ctx context.Context, fn func(TranscriptEntry) error) error
+}
