@@ -53,17 +53,6 @@ type record struct {
 	Object        json.RawMessage   `json:"object"`
 }
 
-func encodeRecord(ev *event, objJSON []byte) ([]byte, error) {
-	b, err := json.Marshal(record{
-		Seq: ev.seq, Type: ev.typ, Resource: ev.resource, Namespace: ev.ns, Name: ev.name,
-		Time: ev.time, LabelsChanged: ev.labelsChanged, PrevLabels: ev.prevLabels, Object: objJSON,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: encode event %d: %w", ev.seq, err)
-	}
-	return b, nil
-}
-
 func decodeRecord(b []byte) (*event, error) {
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -94,6 +83,13 @@ func decodeObject(b []byte) (*unstructured.Unstructured, error) {
 func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obj == nil || obj.Object == nil {
 		return nil, fmt.Errorf("object is empty")
+	}
+	c, ok, err := canonical(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return &unstructured.Unstructured{Object: c.(map[string]interface{})}, nil
 	}
 	b, err := json.Marshal(obj.Object)
 	if err != nil {

@@ -21,9 +21,11 @@
 //	m/rv                                  last assigned event sequence (uint64 BE)
 //	m/compact                             first retained watch-log sequence (uint64 BE)
 //	m/version                             key layout version ("1")
-//	e/<seq BE8>                           watch-log event (JSON record, see record)
-//	o/<resource>/<namespace>/<name>       current object (JSON)
-//	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history (same record as e/)
+//	e/<seq BE8>                           watch log: value is the event's h/ key
+//	o/<resource>/<namespace>/<name>       current object: seq (BE8) of its latest h/ entry
+//	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history: the event record
+//	                                      (JSON: seq, type, resource, namespace, name,
+//	                                      time, labelsChanged, prevLabels, object)
 //	k/<bucket>/<key>                      side-table value (raw bytes)
 //
 // Resource, namespace, name and bucket never contain '/' (checked on entry),

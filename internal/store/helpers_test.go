@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
 	"time"
 
@@ -112,3 +113,5 @@ func toJSON(v interface{}) string {
 	}
 	return string(b)
 }
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -110,13 +110,19 @@ type Store struct {
 	lock *pebble.Lock
 	log  *slog.Logger
 
-	mutCh   chan *mutation
-	pubCh   chan *group
-	closing chan struct{} // closed by Close: no new mutations
-	stopped chan struct{} // closed when the publisher has acknowledged everything
-	closeMu sync.Mutex
-	closed  bool
-	failed  atomic.Pointer[error]
+	mutCh chan *mutation
+	// pubMu orders publication: groups applied to pebble wait in pending
+	// until their WAL sync is done, then are published strictly in order.
+	pubMu         sync.Mutex
+	pending       []*group
+	syncedThrough uint64 // highest group index known to be synced
+	nextGroup     uint64
+	awaitWG       sync.WaitGroup
+	closing       chan struct{} // closed by Close: no new mutations
+	stopped       chan struct{} // closed when every accepted mutation is acknowledged
+	closeMu       sync.Mutex
+	closed        bool
+	failed        atomic.Pointer[error]
 
 	// w is owned by the writer goroutine.
 	w writerState
@@ -128,6 +134,8 @@ type Store struct {
 	watchers    map[*watcher]struct{}
 	rv          atomic.Uint64 // last published seq; written under mu
 	watchWG     sync.WaitGroup
+
+	stats struct{ groups, synced, mutations, events atomic.Uint64 }
 
 	// dbMu keeps direct pebble readers (History) out while Close closes db.
 	dbMu     sync.RWMutex
@@ -172,7 +180,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{
 		dir: dir, opts: opts, db: db, lock: lock, log: opts.Logger,
 		mutCh:    make(chan *mutation, maxGroup),
-		pubCh:    make(chan *group, 4),
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
 		index:    map[string]map[nsName]*entry{},
@@ -184,7 +191,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	go s.writeLoop()
-	go s.publishLoop()
 	return s, nil
 }
 
@@ -236,11 +242,15 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
-		obj, err := decodeObject(it.Value())
+		seq, err := decodeUint64(it.Value())
 		if err != nil {
 			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
 		}
-		e := newEntry(obj)
+		ev, err := s.readLogEntry(historyKey(res, ns, name, seq))
+		if err != nil {
+			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
+		}
+		e := newEntry(ev.obj)
 		s.w.objs[objKey{res, ns, name}] = e
 		s.indexPut(res, nsName{ns, name}, e)
 		n++
@@ -280,6 +290,26 @@ func (s *Store) indexPut(resource string, k nsName, e *entry) {
 
 // CurrentRV returns the resourceVersion of the last acknowledged event.
 func (s *Store) CurrentRV() uint64 { return s.rv.Load() }
+
+// Stats are cumulative counters of the write path.
+type Stats struct {
+	// Groups is the number of writer groups (one batch each) processed.
+	Groups uint64
+	// SyncedGroups is the number of groups that waited for a WAL fsync.
+	SyncedGroups uint64
+	// Mutations is the number of requests (object and side-table) handled.
+	Mutations uint64
+	// Events is the number of events appended.
+	Events uint64
+}
+
+// Stats returns the write-path counters (for metrics and benchmarks).
+func (s *Store) Stats() Stats {
+	return Stats{
+		Groups: s.stats.groups.Load(), SyncedGroups: s.stats.synced.Load(),
+		Mutations: s.stats.mutations.Load(), Events: s.stats.events.Load(),
+	}
+}
 
 // Dir returns the data directory.
 func (s *Store) Dir() string { return s.dir }

@@ -131,6 +131,18 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 	return w, nil
 }
 
+// readLogEntry resolves a watch-log value (the history key) to its event.
+func (s *Store) readLogEntry(historyKey []byte) (*event, error) {
+	rec, err := s.getRaw(historyKey)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, fmt.Errorf("store: watch log points at missing history entry %q", historyKey)
+	}
+	return decodeRecord(rec)
+}
+
 // fanout offers events to watchers; called by the publisher under s.mu.
 func (s *Store) fanout(events []*event) {
 	if len(s.watchers) == 0 {
@@ -179,7 +191,7 @@ func (w *watcher) run(ctx context.Context, from uint64) {
 	lastSeen := w.startRV
 	if w.iter != nil {
 		for w.iter.First(); w.iter.Valid(); w.iter.Next() {
-			ev, err := decodeRecord(w.iter.Value())
+			ev, err := w.s.readLogEntry(w.iter.Value())
 			if err != nil {
 				w.s.log.Error("watch replay: undecodable event", "err", err)
 				send(errorEvent(apierrors.NewInternalError(err)))

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -68,6 +67,7 @@ type kvOverlay struct {
 
 // group is the unit of one pebble batch and one fsync wait.
 type group struct {
+	idx         uint64 // position in write order
 	muts        []*mutation
 	batch       *pebble.Batch // nil when the group wrote nothing
 	events      []*event
@@ -109,7 +109,10 @@ func (s *Store) submit(ctx context.Context, m *mutation) error {
 }
 
 func (s *Store) writeLoop() {
-	defer close(s.pubCh)
+	defer func() {
+		s.awaitWG.Wait()
+		close(s.stopped)
+	}()
 	for {
 		var first *mutation
 		select {
@@ -128,7 +131,68 @@ func (s *Store) writeLoop() {
 			}
 		}
 		s.applyGroup(g)
-		s.pubCh <- g
+		s.enqueue(g)
+	}
+}
+
+// enqueue hands an applied group to the ordered publication. A group with a
+// batch gets a goroutine that waits for its WAL sync; a group without one is
+// published as soon as everything before it is.
+func (s *Store) enqueue(g *group) {
+	s.pubMu.Lock()
+	s.nextGroup++
+	g.idx = s.nextGroup
+	s.pending = append(s.pending, g)
+	if g.batch == nil {
+		s.publishReady()
+		s.pubMu.Unlock()
+		return
+	}
+	s.pubMu.Unlock()
+	s.awaitWG.Add(1)
+	go s.awaitSync(g)
+}
+
+// awaitSync waits for g's fsync. WAL syncs complete in write order, so a
+// synced group implies every earlier group is synced: whichever waiter wakes
+// first publishes the whole ready prefix.
+func (s *Store) awaitSync(g *group) {
+	defer s.awaitWG.Done()
+	err := g.batch.SyncWait()
+	_ = g.batch.Close()
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	if err != nil {
+		ferr := fmt.Errorf("store: sync failed, store is unusable: %w", err)
+		s.failed.CompareAndSwap(nil, &ferr)
+		s.log.Error("store sync failed", "err", err)
+		for len(s.pending) > 0 && s.pending[0].idx <= g.idx {
+			h := s.pending[0]
+			s.pending = s.pending[1:]
+			for _, m := range h.muts {
+				if m.err == nil {
+					m.err, m.out, m.outVal = ferr, nil, nil
+				}
+				close(m.done)
+			}
+		}
+		return
+	}
+	s.syncedThrough = max(s.syncedThrough, g.idx)
+	s.publishReady()
+}
+
+// publishReady publishes the pending prefix that is durable. Called with
+// pubMu held.
+func (s *Store) publishReady() {
+	for len(s.pending) > 0 {
+		h := s.pending[0]
+		if h.batch != nil && h.idx > s.syncedThrough {
+			return
+		}
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+		s.publish(h)
 	}
 }
 
@@ -226,7 +290,7 @@ func (s *Store) nextSeq(g *group) uint64 {
 // updates the writer view. obj must already carry resourceVersion = seq.
 func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string, now time.Time,
 	obj *unstructured.Unstructured, prev *entry, remove bool) error {
-	objJSON, err := json.Marshal(obj.Object)
+	objJSON, err := appendJSON(make([]byte, 0, 1024), obj.Object)
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
 	}
@@ -241,19 +305,19 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 			}
 		}
 	}
-	rec, err := encodeRecord(ev, objJSON)
-	if err != nil {
-		return err
-	}
+	rec := encodeRecordFast(ev, objJSON)
 	ok := objectKey(k.resource, k.ns, k.name)
+	hk := historyKey(k.resource, k.ns, k.name, seq)
+	// The watch log entry points at the history entry, which holds the
+	// record; history is never trimmed, so the pointer stays valid.
 	err = errors.Join(
-		b.Set(eventKey(seq), rec, nil),
-		b.Set(historyKey(k.resource, k.ns, k.name, seq), rec, nil),
+		b.Set(eventKey(seq), hk, nil),
+		b.Set(hk, rec, nil),
 	)
 	if remove {
 		err = errors.Join(err, b.Delete(ok, nil))
 	} else {
-		err = errors.Join(err, b.Set(ok, objJSON, nil))
+		err = errors.Join(err, b.Set(ok, encodeUint64(seq), nil))
 	}
 	if err != nil {
 		return fmt.Errorf("store: build batch: %w", err)
@@ -307,28 +371,14 @@ func (s *Store) compactTo(g *group, b *pebble.Batch, keepFrom uint64) error {
 	return nil
 }
 
-func (s *Store) publishLoop() {
-	defer close(s.stopped)
-	for g := range s.pubCh {
-		s.publish(g)
-	}
-}
-
-// publish waits for g's fsync, then makes it visible and acknowledges it.
+// publish makes a durable group visible (index, watchers) and acknowledges
+// its callers. Called with pubMu held, in group order.
 func (s *Store) publish(g *group) {
+	s.stats.groups.Add(1)
+	s.stats.mutations.Add(uint64(len(g.muts)))
+	s.stats.events.Add(uint64(len(g.events)))
 	if g.batch != nil {
-		err := g.batch.SyncWait()
-		_ = g.batch.Close()
-		if err != nil {
-			ferr := fmt.Errorf("store: sync failed, store is unusable: %w", err)
-			s.failed.CompareAndSwap(nil, &ferr)
-			s.log.Error("store sync failed", "err", err)
-			for _, m := range g.muts {
-				m.err, m.out, m.outVal = ferr, nil, nil
-				close(m.done)
-			}
-			return
-		}
+		s.stats.synced.Add(1)
 	}
 	if len(g.changes) > 0 || len(g.events) > 0 {
 		s.mu.Lock()

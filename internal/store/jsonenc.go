@@ -1,0 +1,210 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The write path encodes objects with this small encoder instead of
+// encoding/json's reflection: objects are already canonical JSON values
+// (see canonical), so a direct walk is several times cheaper. Key order is
+// not sorted; readers never depend on it.
+
+// appendJSON appends the JSON encoding of a canonical value.
+func appendJSON(b []byte, v interface{}) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case string:
+		return appendJSONString(b, x), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, fmt.Errorf("unsupported number %v", x)
+		}
+		return strconv.AppendFloat(b, x, 'g', -1, 64), nil
+	case map[string]interface{}:
+		b = append(b, '{')
+		first := true
+		for k, e := range x {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
+	case []interface{}:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	default:
+		enc, err := json.Marshal(x)
+		if err != nil {
+			return b, fmt.Errorf("encode %T: %w", x, err)
+		}
+		return append(b, enc...), nil
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string (no HTML escaping; invalid
+// UTF-8 becomes U+FFFD, as encoding/json does).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// canonical returns a deep copy of v in the form JSON decoding by the API
+// machinery produces (maps, slices, string, bool, nil, int64, and float64
+// only for non-integral or huge values). ok is false if v holds a type that
+// needs a real JSON round trip (structs, typed maps, float32, json.Number...).
+func canonical(v interface{}) (out interface{}, ok bool, err error) {
+	switch x := v.(type) {
+	case nil, bool, string, int64:
+		return x, true, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false, fmt.Errorf("unsupported number %v", x)
+		}
+		if x == math.Trunc(x) && math.Abs(x) < 9.2e18 {
+			return int64(x), true, nil
+		}
+		return x, true, nil
+	case int:
+		return int64(x), true, nil
+	case int32:
+		return int64(x), true, nil
+	case int16:
+		return int64(x), true, nil
+	case int8:
+		return int64(x), true, nil
+	case uint32:
+		return int64(x), true, nil
+	case uint16:
+		return int64(x), true, nil
+	case uint8:
+		return int64(x), true, nil
+	case map[string]interface{}:
+		m := make(map[string]interface{}, len(x))
+		for k, e := range x {
+			c, ok, err := canonical(e)
+			if !ok || err != nil {
+				return nil, ok, err
+			}
+			m[k] = c
+		}
+		return m, true, nil
+	case []interface{}:
+		l := make([]interface{}, len(x))
+		for i, e := range x {
+			c, ok, err := canonical(e)
+			if !ok || err != nil {
+				return nil, ok, err
+			}
+			l[i] = c
+		}
+		return l, true, nil
+	}
+	return nil, false, nil
+}
+
+// encodeRecordFast builds the record JSON (see record) around an already
+// encoded object without re-validating it.
+func encodeRecordFast(ev *event, objJSON []byte) []byte {
+	b := make([]byte, 0, len(objJSON)+192)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, ev.seq, 10)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, ev.typ)
+	b = append(b, `,"resource":`...)
+	b = appendJSONString(b, ev.resource)
+	b = append(b, `,"namespace":`...)
+	b = appendJSONString(b, ev.ns)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, ev.name)
+	b = append(b, `,"time":"`...)
+	b = ev.time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if ev.labelsChanged {
+		b = append(b, `,"labelsChanged":true,"prevLabels":{`...)
+		first := true
+		for k, v := range ev.prevLabels {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, v)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"object":`...)
+	b = append(b, objJSON...)
+	return append(b, '}')
+}
