@@ -37,7 +37,7 @@ func (d *Daemon) newHost(passthrough bool) (*ptyhost.Host, error) {
 		return nil, fmt.Errorf("harness registry: %w", err)
 	}
 	h, err := ptyhost.New(ptyhost.Options{
-		Registry: reg, Home: d.Config.Home, WorkDir: d.Config.WorkDir, RunAs: d.Config.RunAs,
+		Registry: reg, DefaultHarness: d.Config.Harness, Home: d.Config.Home, WorkDir: d.Config.WorkDir, RunAs: d.Config.RunAs,
 		Mirror: d.Stdout, PassthroughQueries: passthrough, StopGrace: d.Config.StopGrace,
 		Waiter: d.Waiter, Logger: d.Log,
 	})

@@ -55,6 +55,8 @@ type Waiter interface {
 type Options struct {
 	// Registry resolves StartRequest.Harness. Required.
 	Registry *harness.Registry
+	// DefaultHarness is used when a StartRequest names none.
+	DefaultHarness string
 	// Home is the CLI's HOME (default DefaultHome). Created if missing.
 	Home string
 	// WorkDir is used when a StartRequest has none (default DefaultWorkDir).
@@ -200,6 +202,9 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	defer h.mu.Unlock()
 	if h.state != stateNew {
 		return ptyapi.StartResponse{}, ptyapi.ErrAlreadyStarted
+	}
+	if req.Harness == "" {
+		req.Harness = h.opts.DefaultHarness
 	}
 	adapter, err := h.opts.Registry.Lookup(req.Harness)
 	if err != nil {
@@ -349,6 +354,11 @@ func setSize(f *os.File, cols, rows int) error {
 // prepareHome creates the home and writes the harness's seed files.
 func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
 	if err := h.mkdirOwned(h.opts.Home); err != nil {
+		return err
+	}
+	// A home bind-mounted from the host may arrive root-owned: the CLI user
+	// must own its top directory to write its config and session store.
+	if err := h.chown(h.opts.Home); err != nil {
 		return err
 	}
 	files, err := a.SeedFiles(req)

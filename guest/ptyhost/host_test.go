@@ -592,3 +592,55 @@ func TestStartFailsCleanlyWithoutTheBinary(t *testing.T) {
 		t.Fatalf("status after failed start %+v", st)
 	}
 }
+
+// unassignedFake launches the fake without a session id, like a CLI that
+// cannot pre-assign one: the host must discover it from the store.
+type unassignedFake struct{ *fake.Adapter }
+
+func (a unassignedFake) Launch(req harness.LaunchRequest) (harness.Launch, error) {
+	l, err := a.Adapter.Launch(req)
+	if err != nil {
+		return l, err
+	}
+	for i, arg := range l.Args {
+		if arg == "--session-id" {
+			l.Args = append(l.Args[:i:i], l.Args[i+2:]...)
+			break
+		}
+	}
+	l.SessionID = ""
+	return l, nil
+}
+
+func TestSessionIDIsDiscoveredWhenNotPreassigned(t *testing.T) {
+	e := newEnv(t)
+	reg, err := harness.NewRegistry(unassignedFake{fake.New(fake.Options{Binary: fakeBin})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Registry: reg, DefaultHarness: "fake", Home: e.home, WorkDir: e.work,
+		RunAs: &Credential{UID: testUID, GID: testUID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	resp, err := h.Start(context.Background(), ptyapi.StartRequest{}) // harness from DefaultHarness
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.SessionID != "" {
+		t.Fatalf("session id %q known at launch", resp.SessionID)
+	}
+	waitStatus(t, h, ptyapi.StatusIdle)
+	if err := h.SendMessage(context.Background(), "make a session file"); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	eventually(t, 10*time.Second, "session id discovered", func() bool {
+		id = status(t, h).SessionID
+		return id != ""
+	})
+	if _, err := os.Stat(sessionstore.Path(e.home, id)); err != nil {
+		t.Fatalf("discovered id %q has no store file: %v", id, err)
+	}
+}

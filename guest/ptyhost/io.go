@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/vt"
@@ -75,9 +76,9 @@ func (h *Host) emuLoop() {
 	}
 }
 
+// isEIO reports the error a PTY master returns once every slave fd is closed.
 func isEIO(err error) bool {
-	var pe *os.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "input/output error")
+	return errors.Is(err, syscall.EIO)
 }
 
 // answerQueries drains the emulator's replies (cursor position, device
