@@ -4,19 +4,13 @@ package e2e_test
 
 import (
 	"archive/tar"
-	"bytes"
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -88,7 +82,7 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 			spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
 			spec.Mounts = []runtime.Mount{{HostPath: cliHome(), ContainerPath: "/home/agent"}}
 			id := run.Create(ctx, spec)
-			att := attach(ctx, id)
+			att := suite.Attach(ctx, id)
 			Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
 
 			Eventually(att.Output).
@@ -113,7 +107,7 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 		spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
 		spec.Mounts = []runtime.Mount{{HostPath: cliHome(), ContainerPath: "/home/agent"}}
 		id := run.Create(ctx, spec)
-		att := attach(ctx, id)
+		att := suite.Attach(ctx, id)
 		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
 		Eventually(att.Output).
 			WithTimeout(15 * time.Second).Should(ContainSubstring("? for shortcuts"))
@@ -130,7 +124,7 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 		spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
 		spec.Mounts = []runtime.Mount{{HostPath: home, ContainerPath: "/home/agent"}}
 		id := run.Create(ctx, spec)
-		att := attach(ctx, id)
+		att := suite.Attach(ctx, id)
 		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
 		Eventually(att.Output).
 			WithTimeout(15 * time.Second).Should(ContainSubstring("? for shortcuts"))
@@ -192,43 +186,4 @@ func cliHome() string {
 	Expect(os.Chown(home, 1000, 1000)).To(Succeed())
 	Expect(os.Chmod(home, 0o700)).To(Succeed())
 	return home
-}
-
-// attached is a container's stdio attached before start: the CLI's output through the guest's stdio proxy arrives
-// here raw. (Container logs are line-based in the engine: a TUI that only moves the cursor shows up there late.)
-type attached struct {
-	conn io.Writer
-	mu   sync.Mutex
-	out  bytes.Buffer
-}
-
-func attach(ctx context.Context, id string) *attached {
-	GinkgoHelper()
-	resp, err := suite.Client.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true,
-		Stdout: true, Stderr: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(resp.Close)
-	a := &attached{conn: resp.Conn}
-	go func() { _, _ = stdcopy.StdCopy(a, a, resp.Reader) }()
-	return a
-}
-
-func (a *attached) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.out.Write(p)
-}
-
-// Output returns everything received so far.
-func (a *attached) Output() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.out.String()
-}
-
-// Send types text into the container's stdin.
-func (a *attached) Send(text string) {
-	GinkgoHelper()
-	_, err := io.WriteString(a.conn, text)
-	Expect(err).NotTo(HaveOccurred())
 }
