@@ -8,11 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
@@ -35,6 +37,9 @@ const (
 
 // RepoPrefix starts every image repository name: the image for harness h is RepoPrefix+h.
 const RepoPrefix = "aicli-guest-"
+
+// DefaultBuildTimeout bounds a build when Builder.BuildTimeout is zero.
+const DefaultBuildTimeout = 10 * time.Minute
 
 // hashLen is how many hex digits of the content hash go into the tag.
 const hashLen = 12
@@ -60,6 +65,8 @@ type Builder struct {
 	ArtifactDir string
 	// Logger receives build progress and results; nil means slog.Default().
 	Logger *slog.Logger
+	// BuildTimeout bounds one build; zero means DefaultBuildTimeout.
+	BuildTimeout time.Duration
 	// PruneOld removes older images of the same harness (by label) after a successful build; images still used
 	// by a container are kept.
 	PruneOld bool
@@ -72,13 +79,35 @@ type Builder struct {
 type call struct {
 	done      chan struct{}
 	err       error
-	listeners []func(string)
 	lmu       sync.Mutex
+	nextKey   int
+	listeners map[int]func(string)
+}
+
+// listen registers a progress listener and returns its removal.
+func (c *call) listen(fn func(string)) (remove func()) {
+	c.lmu.Lock()
+	defer c.lmu.Unlock()
+	if c.listeners == nil {
+		c.listeners = map[int]func(string){}
+	}
+	key := c.nextKey
+	c.nextKey++
+	c.listeners[key] = fn
+	return func() {
+		c.lmu.Lock()
+		defer c.lmu.Unlock()
+		delete(c.listeners, key)
+	}
 }
 
 func (c *call) progress(line string) {
 	c.lmu.Lock()
-	ls := slices.Clone(c.listeners)
+	keys := slices.Sorted(maps.Keys(c.listeners))
+	ls := make([]func(string), 0, len(keys))
+	for _, k := range keys {
+		ls = append(ls, c.listeners[k])
+	}
 	c.lmu.Unlock()
 	for _, l := range ls {
 		l(line)
@@ -166,16 +195,22 @@ func (b *Builder) Ensure(ctx context.Context, harness string, progress func(stri
 		b.inflight[tag] = c
 	}
 	if progress != nil {
-		c.lmu.Lock()
-		c.listeners = append(c.listeners, progress)
-		c.lmu.Unlock()
+		// A caller that gives up stops receiving progress.
+		defer c.listen(progress)()
 	}
 	b.mu.Unlock()
 
 	if !shared {
-		// The build runs detached from any one caller's ctx: a caller giving up must not fail the others.
+		// The build runs detached from any one caller's ctx (a caller giving up must not fail the others),
+		// bounded by BuildTimeout.
+		timeout := b.BuildTimeout
+		if timeout <= 0 {
+			timeout = DefaultBuildTimeout
+		}
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		go func() {
-			c.err = b.build(context.WithoutCancel(ctx), harness, tag, bc, c.progress)
+			defer cancel()
+			c.err = b.build(bctx, harness, tag, bc, c.progress)
 			b.mu.Lock()
 			delete(b.inflight, tag)
 			b.mu.Unlock()

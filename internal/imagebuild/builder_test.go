@@ -240,7 +240,11 @@ func (e *fakeEngine) ImageBuild(ctx context.Context, r io.Reader, o build.ImageB
 	if o.Version != build.BuilderV1 || o.PullParent || len(o.Tags) != 1 {
 		return build.ImageBuildResponse{}, fmt.Errorf("unexpected options %+v", o)
 	}
-	<-e.release
+	select {
+	case <-e.release:
+	case <-ctx.Done():
+		return build.ImageBuildResponse{}, ctx.Err()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.contexts = append(e.contexts, data)
@@ -396,5 +400,64 @@ func TestEnsureReportsBuildErrorsAndCallerCancel(t *testing.T) {
 	close(eng.release)
 	if _, err := b.Ensure(t.Context(), "h", nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestEnsureBuildTimeoutAndDepartedListeners(t *testing.T) {
+	eng := newFakeEngine()
+	eng.release = make(chan struct{}) // the engine hangs
+	b := &Builder{Docker: eng, Defs: testDefs(), ArtifactDir: artifacts(t, "guest", "cli"),
+		Logger: slog.New(slog.DiscardHandler), BuildTimeout: 50 * time.Millisecond}
+	start := time.Now()
+	_, err := b.Ensure(t.Context(), "h", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the build timeout, got %v", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("timeout took %v", el)
+	}
+
+	// A caller that gave up no longer receives progress; one still waiting does.
+	eng.release = make(chan struct{})
+	b.BuildTimeout = 0
+	ctx, cancel := context.WithCancel(t.Context())
+	var gone, stayed atomic.Int32
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Ensure(ctx, "h", func(string) { gone.Add(1) })
+		errc <- err
+	}()
+	go func() {
+		_, err := b.Ensure(t.Context(), "h", func(string) { stayed.Add(1) })
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		n := 0
+		for _, c := range b.inflight {
+			c.lmu.Lock()
+			n = len(c.listeners)
+			c.lmu.Unlock()
+		}
+		b.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("callers did not join")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("departed caller: %v", err)
+	}
+	close(eng.release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if gone.Load() != 0 || stayed.Load() != 2 {
+		t.Fatalf("progress: departed caller got %d lines, waiting caller %d", gone.Load(), stayed.Load())
 	}
 }
