@@ -8,13 +8,15 @@
 // Every mutation is handed to one writer goroutine. The writer drains all
 // pending mutations, decides each one in order against its own view of the
 // current state (so conflicts inside a group are decided in arrival order),
-// encodes them into one pebble batch and applies it with a synced write
-// (ApplyNoSyncWait with pebble.Sync). A second goroutine, the publisher, waits
-// for the WAL fsync of each group in order, then updates the in-memory index
-// that serves Get/List, fans the events out to watchers in sequence order and
-// only then acknowledges the callers. While one group waits for its fsync the
-// writer already prepares the next one, so many concurrent writers share
-// fsyncs. A caller is acknowledged only after its group is on disk.
+// encodes them into one pebble batch and applies it as a synced write
+// (DB.ApplyNoSyncWait with pebble.Sync), then immediately moves on to the
+// next group while the WAL fsync is in flight; pebble coalesces the fsyncs
+// of all groups applied meanwhile. A small goroutine per group waits for
+// its fsync; because WAL syncs complete in write order, whichever waiter wakes
+// first publishes the whole durable prefix of groups, in order: it updates the
+// in-memory index that serves Get/List, fans the events out to watchers in
+// sequence order and only then acknowledges the callers. A caller is never
+// acknowledged, and no reader or watcher sees a change, before it is on disk.
 //
 // # Key layout
 //

@@ -361,6 +361,7 @@ func (p pebbleLogger) Errorf(format string, args ...interface{}) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 func (p pebbleLogger) Fatalf(format string, args ...interface{}) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	os.Exit(1)
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble")
+	panic("pebble: " + msg)
 }

@@ -28,6 +28,10 @@ type WatchOptions struct {
 	AllowBookmarks bool
 }
 
+// resultBuffer lets a watcher's goroutine run a few events ahead of its
+// consumer, so delivery does not need both scheduled at once.
+const resultBuffer = 16
+
 // watcher is one open watch. The publisher pushes events into in without
 // blocking; the watcher's goroutine filters and forwards them.
 type watcher struct {
@@ -84,7 +88,7 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 		s: s, resource: resource, ns: namespace, sel: sel, everything: sel.Empty(),
 		bookmarks: opts.AllowBookmarks,
 		in:        make(chan *event, s.opts.WatchBuffer),
-		result:    make(chan watch.Event),
+		result:    make(chan watch.Event, resultBuffer),
 		stop:      make(chan struct{}),
 	}
 

@@ -1,4 +1,3 @@
-// Package storetest provides helpers for tests that need a real store.Store.
 package storetest
 
 import (

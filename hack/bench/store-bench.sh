@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# store-bench.sh runs the event-store benchmarks (internal/store) and prints
+# one "name value unit" line per result.
+#
+# The raw-pebble baseline and the store's Create throughput are measured in
+# alternating rounds in the same run (the machine is shared, so rates drift);
+# the medians and their ratio are printed. Env: ROUNDS (default 3),
+# BENCHTIME (default 3s) for the throughput pair.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+rounds=${ROUNDS:-3}
+benchtime=${BENCHTIME:-3s}
+pkg=./internal/store/
+bin=$(mktemp -d)/store.test
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+go test -c -o "$bin" "$pkg"
+
+# run BENCH-REGEX BENCHTIME: prints the raw benchmark lines.
+run() {
+	(cd internal/store && "$bin" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1 2>/dev/null) |
+		grep -E '^Benchmark' || true
+}
+
+# metric LINES UNIT: the value before UNIT on a benchmark line.
+metric() {
+	awk -v u="$2" '{for (i = 2; i <= NF; i++) if ($i == u) print $(i-1)}' <<<"$1"
+}
+
+median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'; }
+
+raw_rates=()
+store_rates=()
+for ((r = 1; r <= rounds; r++)); do
+	raw=$(run '^BenchmarkRawPebbleSync64$' "$benchtime")
+	st=$(run '^BenchmarkStoreCreate64$' "$benchtime")
+	raw_rates+=("$(metric "$raw" writes/s)")
+	store_rates+=("$(metric "$st" writes/s)")
+	echo "round$r.raw_pebble_sync64 $(metric "$raw" writes/s) writes/s"
+	echo "round$r.raw_pebble_sync64.fsync $(metric "$raw" fsync-ms) ms"
+	echo "round$r.raw_pebble_sync64.writes_per_fsync $(metric "$raw" writes/fsync) writes"
+	echo "round$r.store_create64 $(metric "$st" writes/s) writes/s"
+	echo "round$r.store_create64.fsync $(metric "$st" fsync-ms) ms"
+	echo "round$r.store_create64.writes_per_fsync $(metric "$st" writes/fsync) writes"
+done
+raw_med=$(printf '%s\n' "${raw_rates[@]}" | median)
+store_med=$(printf '%s\n' "${store_rates[@]}" | median)
+echo "raw_pebble_sync64.median $raw_med writes/s"
+echo "store_create64.median $store_med writes/s"
+awk -v s="$store_med" -v r="$raw_med" 'BEGIN {printf "store_vs_raw.ratio %.3f ratio\n", (r > 0 ? s / r : 0)}'
+
+fan=$(run '^BenchmarkWatchFanout100$' 2000x)
+echo "watch_fanout100.p50 $(metric "$fan" p50-ms) ms"
+echo "watch_fanout100.p99 $(metric "$fan" p99-ms) ms"
+
+open=$(run '^BenchmarkOpen100k$' 5x)
+echo "open100k.open_list_get $(metric "$open" ms/open) ms"
+
+list=$(run '^BenchmarkList1000$' 200x)
+echo "list1000.list_and_marshal $(metric "$list" ms/list) ms"
+echo "loadavg.1m $(cut -d' ' -f1 /proc/loadavg) load"
