@@ -1,0 +1,169 @@
+package convapitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/convapi"
+	"aicli.dev/aicli/internal/store"
+)
+
+// Env is the conversation API served in-process over loopback HTTP: a real
+// pebble store in a temporary directory, the real API server with the
+// conversation admitter, and the fakes below at the seams.
+type Env struct {
+	// URL is the server address (http://127.0.0.1:port), as a client's Server.
+	URL string
+	// Store is the real object store.
+	Store *store.Store
+	// Sessions holds the live fake PTYs by conversation uid.
+	Sessions *Sessions
+	// Transcripts is the in-memory transcript store.
+	Transcripts *Transcripts
+	// Attribution records Expect calls.
+	Attribution *Attribution
+}
+
+// Start serves a fresh Env until the test ends.
+func Start(tb testing.TB) *Env {
+	tb.Helper()
+	st, err := store.Open(tb.TempDir(), store.Options{MemTableSize: 4 << 20})
+	if err != nil {
+		tb.Fatalf("open store: %v", err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	log := slog.New(slog.DiscardHandler)
+	srv := apiserver.New(apiserver.Options{Store: st, Logger: log,
+		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}}})
+	e := &Env{Store: st, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}}
+	convapi.New(convapi.Options{Store: st, Sessions: e.Sessions, Transcripts: e.Transcripts,
+		Attribution: e.Attribution, Logger: log}).Register(srv)
+	hs := httptest.NewServer(apiserver.Authenticated(srv.Handler(), func(*http.Request) (*apiserver.Principal, error) {
+		return apiserver.LocalAdmin, nil
+	}))
+	tb.Cleanup(hs.Close)
+	e.URL = hs.URL
+	return e
+}
+
+// Path is the API path of a named object and its subresource.
+func Path(plural, ns, name string, sub ...string) string {
+	p := apiserver.APIPrefix + "/namespaces/" + ns + "/" + plural
+	if name != "" {
+		p += "/" + name
+	}
+	for _, s := range sub {
+		p += "/" + s
+	}
+	return p
+}
+
+// Do sends one request to the Env and returns the status code and body.
+func (e *Env) Do(tb testing.TB, method, path, contentType string, body []byte) (int, []byte) {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, e.URL+path, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return resp.StatusCode, data
+}
+
+// create POSTs obj through the API (validation and admission included).
+func (e *Env) create(tb testing.TB, plural, ns string, obj map[string]any) *unstructured.Unstructured {
+	tb.Helper()
+	body, err := json.Marshal(obj)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	code, data := e.Do(tb, http.MethodPost, Path(plural, ns, ""), "application/json", body)
+	if code != http.StatusCreated {
+		tb.Fatalf("create %s in %s: HTTP %d: %s", plural, ns, code, data)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(data); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// CreateAgent creates a fake-harness Agent.
+func (e *Env) CreateAgent(tb testing.TB, ns, name string) *unstructured.Unstructured {
+	tb.Helper()
+	return e.create(tb, "agents", ns, map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Agent",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"harness": "fake"},
+	})
+}
+
+// CreateConversation creates a Conversation of agent in the desired state.
+func (e *Env) CreateConversation(tb testing.TB, ns, name, agent string, desired v1alpha1.ConversationState) *unstructured.Unstructured {
+	tb.Helper()
+	return e.create(tb, "conversations", ns, map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Conversation",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"agentRef": agent, "desiredState": string(desired)},
+	})
+}
+
+// Live gives conversation ns/name a fresh fake PTY, as a connected guest.
+func (e *Env) Live(tb testing.TB, ns, name string) *PTY {
+	tb.Helper()
+	obj, err := e.Store.Get(context.Background(), "conversations", ns, name)
+	if err != nil {
+		tb.Fatalf("conversation %s/%s: %v", ns, name, err)
+	}
+	p := NewPTY()
+	e.Sessions.Set(string(obj.GetUID()), p)
+	return p
+}
+
+// UID returns the uid of conversation ns/name.
+func (e *Env) UID(tb testing.TB, ns, name string) string {
+	tb.Helper()
+	obj, err := e.Store.Get(context.Background(), "conversations", ns, name)
+	if err != nil {
+		tb.Fatalf("conversation %s/%s: %v", ns, name, err)
+	}
+	return string(obj.GetUID())
+}
+
+// Conversations lists the conversation names of agent in ns.
+func (e *Env) Conversations(tb testing.TB, ns, agent string) []string {
+	tb.Helper()
+	list, err := e.Store.List(context.Background(), "conversations", ns, labels.Everything())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var names []string
+	for _, item := range list.Items {
+		if a, _, _ := unstructured.NestedString(item.Object, "spec", "agentRef"); a == agent {
+			names = append(names, item.GetName())
+		}
+	}
+	return names
+}

@@ -1,0 +1,96 @@
+package convapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/convapi/wire"
+	"aicli.dev/aicli/internal/transcript"
+)
+
+// maxJSONSendBody bounds a JSON send body: the largest message with every
+// byte escaped (\u00XX is 6 bytes) plus the envelope.
+const maxJSONSendBody = 6*ptyapi.MaxMessageBytes + 1024
+
+// send is POST …/conversations/{name}/send: one atomic message through the
+// guest's SendMessage, answered 202 once the guest has accepted it.
+func (a *API) send(w http.ResponseWriter, r *http.Request) {
+	t, ok := a.resolve(w, r, http.MethodPost, conversationsPlural)
+	if !ok {
+		return
+	}
+	text, err := readMessage(r, t.name)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	pty, err := a.livePTY(t)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	uid := string(t.obj.GetUID())
+	if a.opts.Attribution != nil {
+		a.opts.Attribution.Expect(uid, transcript.SpeakerHuman, text)
+	}
+	if err := pty.SendMessage(r.Context(), text); err != nil {
+		apiserver.WriteError(w, a.guestError(t, "send", err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true})
+}
+
+// readMessage reads the message text of a send request: a JSON SendRequest,
+// or the body itself for text/plain. Too large is a 413 and empty a 400, both
+// before anything reaches the guest.
+func readMessage(r *http.Request, name string) (string, error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	limit := int64(maxJSONSendBody)
+	plain := ct == "text/plain"
+	if plain {
+		limit = ptyapi.MaxMessageBytes
+	} else if ct != "" && ct != "application/json" {
+		return "", conversationError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, name,
+			fmt.Sprintf("Content-Type %q is not supported: send application/json {\"text\": \"…\"} or text/plain", ct))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if int64(len(body)) > limit {
+		return "", tooLarge(name)
+	}
+	text := string(body)
+	if !plain {
+		var req wire.SendRequest
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
+				fmt.Sprintf("send body must be {\"text\": \"…\"}: %v", err))
+		}
+		text = req.Text
+	}
+	if len(text) > ptyapi.MaxMessageBytes {
+		return "", tooLarge(name)
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
+			fmt.Sprintf("conversation %s: the message is empty: nothing to send", name))
+	}
+	return text, nil
+}
+
+func tooLarge(name string) error {
+	return conversationError(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, name,
+		fmt.Sprintf("conversation %s: the message exceeds %d bytes (the guest's limit); nothing was sent", name, ptyapi.MaxMessageBytes))
+}
