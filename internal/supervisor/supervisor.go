@@ -23,6 +23,7 @@ import (
 	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/gateway"
 	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/layout"
@@ -30,6 +31,7 @@ import (
 	"aicli.dev/aicli/internal/runtime/docker"
 	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/transcript"
 )
 
 // Config is the supervisor's command-line configuration.
@@ -135,6 +137,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer gw.Close()
 	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log}
+	attribution := &transcript.Attribution{}
 	sessions := &controllers.Sessions{}
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
@@ -146,6 +149,8 @@ func Run(ctx context.Context, cfg Config) error {
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
 		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, Logger: log}
 	go func() { _ = reaper.Run(ctrlCtx) }()
+
+	convapi.New(convapi.Options{Store: st, Sessions: sessions, Attribution: attribution, Logger: log}).Register(api)
 
 	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
 	if err != nil {
