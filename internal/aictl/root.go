@@ -100,6 +100,14 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newWaitCommand(g),
 		newDiffCommand(g),
 		newAPIResourcesCommand(g),
+		newStartCommand(g),
+		newSendCommand(g),
+		newTranscriptCommand(g),
+		newScreenCommand(g),
+		newAttachCommand(g),
+		newPauseCommand(g),
+		newResumeCommand(g),
+		newArchiveCommand(g),
 	)
 	return root
 }
