@@ -70,6 +70,7 @@ func fsyncStats(b *testing.B, db *pebble.DB) {
 	h := m.GetHistogram()
 	b.ReportMetric(float64(b.N)/float64(max(1, h.GetSampleCount())), "writes/fsync")
 	b.ReportMetric(h.GetSampleSum()/float64(max(1, h.GetSampleCount()))/1e6, "fsync-ms")
+	b.ReportMetric(float64(db.Metrics().WAL.BytesIn)/float64(b.N), "walB/write")
 }
 
 func BenchmarkStoreCreate64(b *testing.B) {
@@ -92,6 +93,8 @@ func BenchmarkStoreCreate64(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 	fsyncStats(b, s.PebbleDB())
+	st := s.Stats()
+	b.ReportMetric(float64(st.Mutations)/float64(max(1, st.SyncedGroups)), "writes/batch")
 }
 
 // BenchmarkWatchFanout100 measures, for 100 watchers, the latency from the

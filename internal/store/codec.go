@@ -40,30 +40,32 @@ type event struct {
 	prevLabels    map[string]string
 }
 
-// record is the stored JSON form of an event (values of e/ and h/ keys).
+// record is the stored JSON form of an event (values of h/ keys). seq,
+// resource, namespace and name are not stored: they are in the key.
 type record struct {
-	Seq           uint64            `json:"seq"`
 	Type          string            `json:"type"`
-	Resource      string            `json:"resource"`
-	Namespace     string            `json:"namespace"`
-	Name          string            `json:"name"`
 	Time          time.Time         `json:"time"`
 	LabelsChanged bool              `json:"labelsChanged,omitempty"`
 	PrevLabels    map[string]string `json:"prevLabels,omitempty"`
 	Object        json.RawMessage   `json:"object"`
 }
 
-func decodeRecord(b []byte) (*event, error) {
+// decodeRecord decodes the history entry stored under key hk.
+func decodeRecord(hk, b []byte) (*event, error) {
+	res, ns, name, seq, err := splitHistoryKey(hk)
+	if err != nil {
+		return nil, err
+	}
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("store: decode event: %w", err)
+		return nil, fmt.Errorf("store: decode event %d: %w", seq, err)
 	}
 	obj, err := decodeObject(r.Object)
 	if err != nil {
-		return nil, fmt.Errorf("store: decode event %d: %w", r.Seq, err)
+		return nil, fmt.Errorf("store: decode event %d: %w", seq, err)
 	}
 	return &event{
-		seq: r.Seq, typ: r.Type, resource: r.Resource, ns: r.Namespace, name: r.Name, time: r.Time,
+		seq: seq, typ: r.Type, resource: res, ns: ns, name: name, time: r.Time,
 		obj: obj, labelsChanged: r.LabelsChanged, prevLabels: r.PrevLabels,
 	}, nil
 }

@@ -24,10 +24,10 @@
 //	m/compact                             first retained watch-log sequence (uint64 BE)
 //	m/version                             key layout version ("1")
 //	e/<seq BE8>                           watch log: value is the event's h/ key
-//	o/<resource>/<namespace>/<name>       current object: seq (BE8) of its latest h/ entry
+//	o/<resource>/<namespace>/<name>       current object (JSON); Open reads only these
 //	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history: the event record
-//	                                      (JSON: seq, type, resource, namespace, name,
-//	                                      time, labelsChanged, prevLabels, object)
+//	                                      (JSON: type, time, labelsChanged, prevLabels,
+//	                                      object; seq and address come from the key)
 //	k/<bucket>/<key>                      side-table value (raw bytes)
 //
 // Resource, namespace, name and bucket never contain '/' (checked on entry),

@@ -177,16 +177,8 @@ func canonical(v interface{}) (out interface{}, ok bool, err error) {
 // encoded object without re-validating it.
 func encodeRecordFast(ev *event, objJSON []byte) []byte {
 	b := make([]byte, 0, len(objJSON)+192)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendUint(b, ev.seq, 10)
-	b = append(b, `,"type":`...)
+	b = append(b, `{"type":`...)
 	b = appendJSONString(b, ev.typ)
-	b = append(b, `,"resource":`...)
-	b = appendJSONString(b, ev.resource)
-	b = append(b, `,"namespace":`...)
-	b = appendJSONString(b, ev.ns)
-	b = append(b, `,"name":`...)
-	b = appendJSONString(b, ev.name)
 	b = append(b, `,"time":"`...)
 	b = ev.time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')

@@ -83,6 +83,19 @@ func splitObjectKey(k []byte) (resource, ns, name string, err error) {
 	return parts[0], parts[1], parts[2], nil
 }
 
+// splitHistoryKey parses h/<resource>/<ns>/<name>/<seq BE8>.
+func splitHistoryKey(k []byte) (resource, ns, name string, seq uint64, err error) {
+	if len(k) < len(prefixHistory)+9 || k[len(k)-9] != '/' {
+		return "", "", "", 0, fmt.Errorf("store: malformed history key %q", k)
+	}
+	seq = binary.BigEndian.Uint64(k[len(k)-8:])
+	parts := strings.Split(string(k[len(prefixHistory):len(k)-9]), "/")
+	if len(parts) != 3 {
+		return "", "", "", 0, fmt.Errorf("store: malformed history key %q", k)
+	}
+	return parts[0], parts[1], parts[2], seq, nil
+}
+
 // checkSegment rejects values that would make a key ambiguous.
 func checkSegment(what, v string) error {
 	if v == "" {

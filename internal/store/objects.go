@@ -228,7 +228,7 @@ func (s *Store) History(ctx context.Context, resource, namespace, name string) (
 		if seq > limit {
 			break
 		}
-		ev, err := decodeRecord(it.Value())
+		ev, err := decodeRecord(it.Key(), it.Value())
 		if err != nil {
 			return nil, err
 		}

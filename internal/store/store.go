@@ -242,21 +242,17 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
-		seq, err := decodeUint64(it.Value())
+		obj, err := decodeObject(it.Value())
 		if err != nil {
 			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
 		}
-		ev, err := s.readLogEntry(historyKey(res, ns, name, seq))
-		if err != nil {
-			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
-		}
-		e := newEntry(ev.obj)
+		e := newEntry(obj)
 		s.w.objs[objKey{res, ns, name}] = e
 		s.indexPut(res, nsName{ns, name}, e)
 		n++
 	}
 	if err := it.Error(); err != nil {
-		return fmt.Errorf("store: iterate objects: %w", err)
+		return fmt.Errorf("store: load objects: %w", err)
 	}
 	s.w.seq = rv
 	s.w.compactFrom = compactFrom

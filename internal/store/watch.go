@@ -144,7 +144,7 @@ func (s *Store) readLogEntry(historyKey []byte) (*event, error) {
 	if rec == nil {
 		return nil, fmt.Errorf("store: watch log points at missing history entry %q", historyKey)
 	}
-	return decodeRecord(rec)
+	return decodeRecord(historyKey, rec)
 }
 
 // fanout offers events to watchers; called by the publisher under s.mu.

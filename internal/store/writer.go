@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -121,6 +122,9 @@ func (s *Store) writeLoop() {
 			return
 		}
 		g := &group{muts: []*mutation{first}}
+		// Let submitters that are already runnable enqueue too, so one
+		// batch and one pebble commit serve more of them.
+		runtime.Gosched()
 	drain:
 		for len(g.muts) < maxGroup {
 			select {
@@ -317,7 +321,7 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 	if remove {
 		err = errors.Join(err, b.Delete(ok, nil))
 	} else {
-		err = errors.Join(err, b.Set(ok, encodeUint64(seq), nil))
+		err = errors.Join(err, b.Set(ok, objJSON, nil))
 	}
 	if err != nil {
 		return fmt.Errorf("store: build batch: %w", err)
