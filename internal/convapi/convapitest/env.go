@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/guest/ptyclient"
+	"aicli.dev/aicli/guest/server"
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi"
@@ -139,6 +141,18 @@ func (e *Env) Live(tb testing.TB, ns, name string) *PTY {
 	}
 	p := NewPTY()
 	e.Sessions.Set(string(obj.GetUID()), p)
+	return p
+}
+
+// LiveRemote is Live through the real remote proxy: the fake PTY is served
+// by the guest's HTTP server (guest/server) and the conversation's live PTY is
+// a ptyclient over loopback HTTP, as the supervisor sees a guest.
+func (e *Env) LiveRemote(tb testing.TB, ns, name string) *PTY {
+	tb.Helper()
+	p := NewPTY()
+	guest := httptest.NewServer(server.Handler(p))
+	tb.Cleanup(guest.Close)
+	e.Sessions.Set(e.UID(tb, ns, name), ptyclient.New(guest.Client(), guest.URL))
 	return p
 }
 
