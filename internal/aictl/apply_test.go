@@ -265,3 +265,53 @@ func TestSamplesApplyCleanly(t *testing.T) {
 		t.Fatalf("re-apply not unchanged:\n%s", r.out)
 	}
 }
+
+func TestDecodeManifestsJSONStreamAndList(t *testing.T) {
+	reg := apischema.Default()
+	stream := `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"a"},"spec":{"harness":"fake"}}
+{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"g"},"spec":{"subject":"a"}}`
+	ms, err := decodeManifests(strings.NewReader(stream), "s.json", reg)
+	if err != nil || len(ms) != 2 || ms[1].res.Plural != "grants" || ms[1].index != 2 {
+		t.Fatalf("JSON stream: %v %+v", err, ms)
+	}
+	list := `apiVersion: v1
+kind: List
+items:
+- apiVersion: aicli.dev/v1alpha1
+  kind: Agent
+  metadata: {name: x}
+  spec: {harness: fake}
+- apiVersion: aicli.dev/v1alpha1
+  kind: Conversation
+  metadata: {name: yes}
+  spec: {agentRef: x}
+`
+	// YAML reads an unquoted yes as a boolean: the message says so.
+	_, err = decodeManifests(strings.NewReader(list), "l.yaml", reg)
+	if err == nil || !strings.Contains(err.Error(), "metadata.name must be a string, not bool true") {
+		t.Fatalf("boolean name: %v", err)
+	}
+	ms, err = decodeManifests(strings.NewReader(strings.Replace(list, "{name: yes}", `{name: "yes"}`, 1)), "l.yaml", reg)
+	if err != nil || len(ms) != 2 || ms[0].obj.GetName() != "x" || ms[1].res.Kind != "Conversation" || ms[1].index != 1 {
+		t.Fatalf("List: %v %+v", err, ms)
+	}
+}
+
+func TestMissingArgumentsExplainThemselves(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	for args, want := range map[string]string{
+		"get":                           "you must specify the type of resource",
+		"describe agents":               "describe needs a name",
+		"wait --for=delete":             "you must specify the type of resource",
+		"apply":                         "must specify -f FILENAME",
+		"delete agents":                 "delete needs names",
+		"get agent/":                    "resource/name form",
+		"wait --for=ready agent/x":      "--for must be delete or condition=TYPE[=STATUS]",
+		"apply -f x.yaml --dry-run=all": `--dry-run must be "none" or "server"`,
+	} {
+		r := aictl(t, srv.URL, strings.Fields(args)...)
+		if r.code == 0 || !strings.Contains(r.err, want) {
+			t.Errorf("aictl %s: code %d stderr %q, want %q", args, r.code, r.err, want)
+		}
+	}
+}

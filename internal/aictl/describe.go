@@ -23,7 +23,7 @@ func newDescribeCommand(g *globalOptions) *cobra.Command {
 		Use:     "describe KIND NAME | KIND/NAME",
 		Short:   "Show an object's metadata, spec, conditions and history",
 		Example: "  aictl describe agent coder\n  aictl describe conversation/coder-1 -n team-a",
-		Args:    cobra.MinimumNArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {

@@ -148,6 +148,9 @@ func resolveKind(obj *unstructured.Unstructured, reg *apischema.Registry) (*apis
 		return nil, fmt.Errorf("no matches for kind %q in version %q", obj.GetKind(), obj.GetAPIVersion())
 	}
 	if obj.GetName() == "" {
+		if v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "name"); found {
+			return nil, fmt.Errorf("metadata.name must be a string, not %T %v (quote it in YAML)", v, v)
+		}
 		return nil, errors.New("object 'metadata.name' is missing")
 	}
 	return res, nil

@@ -90,7 +90,7 @@ func newWaitCommand(g *globalOptions) *cobra.Command {
 			"generation (a Ready written for an older spec does not count), or until they are gone. It exits " +
 			"non-zero when --timeout passes first.",
 		Example: "  aictl wait --for=condition=Ready agent/coder --timeout 60s\n  aictl wait --for=delete conversation/coder-1",
-		Args:    cobra.MinimumNArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := parseFor(forFlag)
 			if err != nil {
