@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"archive/tar"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +16,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"aicli.dev/aicli/e2e/framework"
-	"aicli.dev/aicli/images"
-	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/runtime/docker"
 )
@@ -27,15 +26,8 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 	var fakeImage string
 
 	BeforeAll(func(ctx SpecContext) {
-		dir := GinkgoT().TempDir()
-		Expect(framework.BuildBinaries(ctx, suite.Root, dir, map[string]string{
-			"aicli-guest":    "./cmd/aicli-guest",
-			"aicli-fake-cli": "./cmd/aicli-fake-cli",
-		})).To(Succeed())
-		// No pruning here: other suites on this engine may be using older fake images.
-		b := &imagebuild.Builder{Docker: suite.Client, Defs: images.FS, ArtifactDir: dir, Logger: suite.Logger}
 		var err error
-		fakeImage, err = b.Ensure(ctx, "fake", func(l string) { GinkgoWriter.Println(l) })
+		fakeImage, err = suite.GuestImage(ctx, "fake")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(fakeImage).To(HavePrefix("aicli-guest-fake:"))
 	}, NodeTimeout(5*time.Minute))
@@ -76,17 +68,7 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 
 	It("runs transparently: the CLI answers on stdio as uid 1000, logs carry its output, SIGTERM exits 0",
 		func(ctx SpecContext) {
-			run := suite.NewRun()
-			spec := run.Spec("transparent", fakeImage)
-			spec.OpenStdin = true
-			spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
-			spec.Mounts = []runtime.Mount{{HostPath: cliHome(), ContainerPath: "/home/agent"}}
-			id := run.Create(ctx, spec)
-			att := suite.Attach(ctx, id)
-			Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
-
-			Eventually(att.Output).
-				WithTimeout(15 * time.Second).Should(ContainSubstring("? for shortcuts"))
+			id, att := startFake(ctx, fakeImage, "transparent", cliHome())
 			att.Send("hello from e2e\r")
 			Eventually(att.Output).
 				WithTimeout(15 * time.Second).Should(ContainSubstring("fake[turn 1]: hello from e2e"))
@@ -101,33 +83,15 @@ var _ = Describe("Fake guest image", Ordered, Label("guest-image"), func() {
 		}, SpecTimeout(2*time.Minute))
 
 	It("exits with the CLI's exit code when the CLI dies", func(ctx SpecContext) {
-		run := suite.NewRun()
-		spec := run.Spec("crash", fakeImage)
-		spec.OpenStdin = true
-		spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
-		spec.Mounts = []runtime.Mount{{HostPath: cliHome(), ContainerPath: "/home/agent"}}
-		id := run.Create(ctx, spec)
-		att := suite.Attach(ctx, id)
-		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
-		Eventually(att.Output).
-			WithTimeout(15 * time.Second).Should(ContainSubstring("? for shortcuts"))
+		id, att := startFake(ctx, fakeImage, "crash", cliHome())
 		att.Send("!crash\r")
 		out, code := waitExit(ctx, id)
 		Expect(code).To(Equal(3), out)
 	}, SpecTimeout(2*time.Minute))
 
 	It("seeds and uses a durable home owned by the CLI user (as the supervisor prepares it)", func(ctx SpecContext) {
-		run := suite.NewRun()
 		home := cliHome()
-		spec := run.Spec("home", fakeImage)
-		spec.OpenStdin = true
-		spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
-		spec.Mounts = []runtime.Mount{{HostPath: home, ContainerPath: "/home/agent"}}
-		id := run.Create(ctx, spec)
-		att := suite.Attach(ctx, id)
-		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
-		Eventually(att.Output).
-			WithTimeout(15 * time.Second).Should(ContainSubstring("? for shortcuts"))
+		_, att := startFake(ctx, fakeImage, "home", home)
 		att.Send("remember me\r")
 		Eventually(att.Output).
 			WithTimeout(15 * time.Second).Should(ContainSubstring("fake[turn 1]: remember me"))
@@ -186,4 +150,20 @@ func cliHome() string {
 	Expect(os.Chown(home, 1000, 1000)).To(Succeed())
 	Expect(os.Chmod(home, 0o700)).To(Succeed())
 	return home
+}
+
+// startFake runs the fake guest image through the runtime with home mounted as the CLI's durable home, attached
+// from before start, and waits for the fake CLI's idle prompt.
+func startFake(ctx context.Context, image, suffix, home string) (string, *framework.Attached) {
+	GinkgoHelper()
+	run := suite.NewRun()
+	spec := run.Spec(suffix, image)
+	spec.OpenStdin = true
+	spec.Env = []string{"AICLI_FAKE_DELAY=0s"}
+	spec.Mounts = []runtime.Mount{{HostPath: home, ContainerPath: "/home/agent"}}
+	id := run.Create(ctx, spec)
+	att := suite.Attach(ctx, id)
+	Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
+	Eventually(att.Output).WithTimeout(15 * time.Second).Should(ContainSubstring("? for shortcuts"))
+	return id, att
 }

@@ -45,7 +45,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		Expect(leaked).To(BeEmpty(), "specs leaked containers (removed now)")
 		_, err = suite.SweepStale(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(suite.Client.Close()).To(Succeed())
+		Expect(suite.Close()).To(Succeed())
 	}, NodeTimeout(2*time.Minute))
 
 	removed, err := suite.SweepStale(ctx)

@@ -53,6 +53,8 @@ type Suite struct {
 	ArtifactsDir string
 	// Logger writes to GinkgoWriter.
 	Logger *slog.Logger
+
+	guest guestImages
 }
 
 // NewSuite locates the module root and builds a Docker client (it does not contact the engine: see Gate).
