@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/convapitest"
 	"aicli.dev/aicli/internal/convapi/wire"
 )
@@ -166,4 +167,17 @@ func TestConcurrentStartsCreateExactlyOne(t *testing.T) {
 	if created+raw != 1 {
 		t.Errorf("%d starts and %d raw creates created a conversation, want exactly one in total", created, raw)
 	}
+}
+
+// Start creates the conversation with the caller's identity: a token bound
+// to its namespace can start there and nowhere else.
+func TestStartActsAsTheCaller(t *testing.T) {
+	env := convapitest.Start(t, convapitest.AsPrincipal(&apiserver.Principal{Name: "team-a", Namespaces: []string{"a"}}))
+	env.CreateAgent(t, "a", "coder")
+	code, body := env.Do(t, http.MethodPost, convapitest.Path("agents", "a", "coder", wire.SubStart), "", nil)
+	if code != http.StatusCreated {
+		t.Fatalf("start in the token's namespace: HTTP %d: %s", code, body)
+	}
+	code, body = env.Do(t, http.MethodPost, convapitest.Path("agents", "b", "coder", wire.SubStart), "", nil)
+	wantStatus(t, code, body, http.StatusForbidden)
 }

@@ -188,3 +188,11 @@ func TestTranscriptFollowResumesFromCursor(t *testing.T) {
 		t.Errorf("%d subscriptions, want 4 (one live, three resumed)", n)
 	}
 }
+
+func TestTranscriptWithoutStoreIs503(t *testing.T) {
+	env := convapitest.Start(t, convapitest.WithoutTranscripts())
+	env.CreateAgent(t, "default", "coder")
+	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
+	code, body := env.Do(t, http.MethodGet, transcriptPath("c1", ""), "", nil)
+	wantStatus(t, code, body, http.StatusServiceUnavailable, "no transcripts")
+}

@@ -38,9 +38,27 @@ type Env struct {
 	Attribution *Attribution
 }
 
+// Option changes how Start composes the Env.
+type Option func(*config)
+
+type config struct {
+	noTranscripts bool
+	principal     *apiserver.Principal
+}
+
+// WithoutTranscripts serves the API with no transcript store.
+func WithoutTranscripts() Option { return func(c *config) { c.noTranscripts = true } }
+
+// AsPrincipal authenticates every request as p (default: the local admin).
+func AsPrincipal(p *apiserver.Principal) Option { return func(c *config) { c.principal = p } }
+
 // Start serves a fresh Env until the test ends.
-func Start(tb testing.TB) *Env {
+func Start(tb testing.TB, opts ...Option) *Env {
 	tb.Helper()
+	cfg := config{principal: apiserver.LocalAdmin}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	st, err := store.Open(tb.TempDir(), store.Options{MemTableSize: 4 << 20})
 	if err != nil {
 		tb.Fatalf("open store: %v", err)
@@ -50,10 +68,13 @@ func Start(tb testing.TB) *Env {
 	srv := apiserver.New(apiserver.Options{Store: st, Logger: log,
 		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}}})
 	e := &Env{Store: st, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}}
-	convapi.New(convapi.Options{Store: st, Sessions: e.Sessions, Transcripts: e.Transcripts,
-		Attribution: e.Attribution, Logger: log}).Register(srv)
+	o := convapi.Options{Store: st, Sessions: e.Sessions, Transcripts: e.Transcripts, Attribution: e.Attribution, Logger: log}
+	if cfg.noTranscripts {
+		o.Transcripts = nil
+	}
+	convapi.New(o).Register(srv)
 	hs := httptest.NewServer(apiserver.Authenticated(srv.Handler(), func(*http.Request) (*apiserver.Principal, error) {
-		return apiserver.LocalAdmin, nil
+		return cfg.principal, nil
 	}))
 	tb.Cleanup(hs.Close)
 	e.URL = hs.URL
