@@ -17,7 +17,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"aicli.dev/aicli/e2e/framework"
-	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/runtime"
 )
@@ -53,11 +52,8 @@ func benchSetup(b *testing.B) (*framework.Suite, map[string]benchImage) {
 			benchErr = err
 			return
 		}
-		benchErr = framework.BuildBinaries(ctx, benchSuite.Root, dir, map[string]string{
-			"probe":          "./e2e/testdata/probe",
-			"aicli-guest":    "./cmd/aicli-guest",
-			"aicli-fake-cli": "./cmd/aicli-fake-cli",
-		})
+		defer os.RemoveAll(dir) // only needed until the probe image is built
+		benchErr = framework.BuildBinaries(ctx, benchSuite.Root, dir, map[string]string{"probe": "./e2e/testdata/probe"})
 		if benchErr != nil {
 			return
 		}
@@ -70,10 +66,7 @@ func benchSetup(b *testing.B) (*framework.Suite, map[string]benchImage) {
 			return
 		}
 		benchImgs["probe"] = benchImage{ref: ref, cmd: []string{"print", "hello"}}
-		fake := &imagebuild.Builder{Docker: benchSuite.Client, Defs: images.FS, ArtifactDir: dir, Logger: benchSuite.Logger}
-		ref, err = fake.Ensure(ctx, "fake", nil)
-		if err != nil {
-			benchErr = err
+		if ref, benchErr = benchSuite.GuestImage(ctx, "fake"); benchErr != nil {
 			return
 		}
 		benchImgs["fake"] = benchImage{ref: ref} // transparent mode: the fake CLI's first screen
@@ -82,6 +75,15 @@ func benchSetup(b *testing.B) (*framework.Suite, map[string]benchImage) {
 		b.Fatal(benchErr)
 	}
 	return benchSuite, benchImgs
+}
+
+// TestMain releases what the benchmarks set up (the Ginkgo suite cleans up after itself).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchSuite != nil {
+		_ = benchSuite.Close()
+	}
+	os.Exit(code)
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration) {
