@@ -48,6 +48,20 @@ func requestContext(ctx context.Context, cl *client.Client) (context.Context, co
 	}
 }
 
+// conversationTarget is the client and conversation name for a command's
+// CONVERSATION argument.
+func conversationTarget(g *globalOptions, arg string) (*client.Client, string, error) {
+	cl, err := g.client()
+	if err != nil {
+		return nil, "", err
+	}
+	name, err := conversationName(cl, arg)
+	if err != nil {
+		return nil, "", err
+	}
+	return cl, name, nil
+}
+
 func newStartCommand(g *globalOptions) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -126,11 +140,7 @@ func newDesiredStateCommand(g *globalOptions, verb string, state v1alpha1.Conver
 		Example: fmt.Sprintf("  aictl %s coder-x7k2p\n  aictl %s conversation/coder-x7k2p -n team-a", verb, verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			name, err := conversationName(cl, args[0])
+			cl, name, err := conversationTarget(g, args[0])
 			if err != nil {
 				return err
 			}
@@ -183,11 +193,7 @@ func newSendCommand(g *globalOptions) *cobra.Command {
 			if (file == "") == (len(args) < 2) {
 				return fmt.Errorf("give the message either as TEXT or with -f FILE, not both or neither")
 			}
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			name, err := conversationName(cl, args[0])
+			cl, name, err := conversationTarget(g, args[0])
 			if err != nil {
 				return err
 			}
@@ -248,11 +254,7 @@ func newScreenCommand(g *globalOptions) *cobra.Command {
 			default:
 				return fmt.Errorf("unknown output format %q: allowed formats are json (default: text)", output)
 			}
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			name, err := conversationName(cl, args[0])
+			cl, name, err := conversationTarget(g, args[0])
 			if err != nil {
 				return err
 			}

@@ -37,11 +37,7 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 		Example: "  aictl attach coder-x7k2p",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			name, err := conversationName(cl, args[0])
+			cl, name, err := conversationTarget(g, args[0])
 			if err != nil {
 				return err
 			}

@@ -42,11 +42,7 @@ func newTranscriptCommand(g *globalOptions) *cobra.Command {
 			if o.from < 0 {
 				return fmt.Errorf("--from %d: cursors start at 1", o.from)
 			}
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			name, err := conversationName(cl, args[0])
+			cl, name, err := conversationTarget(g, args[0])
 			if err != nil {
 				return err
 			}

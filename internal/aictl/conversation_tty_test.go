@@ -1,12 +1,10 @@
 package aictl
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,24 +16,6 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/convapi/convapitest"
 )
-
-// lockedBuffer collects a terminal's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // aictl attach on a real terminal (a PTY pair): raw mode while attached, the
 // window size sent at start and on SIGWINCH, Ctrl-] detaches, and the
@@ -58,7 +38,7 @@ func TestAttachCommandRealTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var screen lockedBuffer
+	var screen syncBuffer
 	go func() { _, _ = io.Copy(&screen, master) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -39,10 +39,7 @@ func readUntil(ctx context.Context, t *testing.T, c *websocket.Conn, want string
 }
 
 func TestAttachRoundTrip(t *testing.T) {
-	env := convapitest.Start(t)
-	env.CreateAgent(t, "default", "coder")
-	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-	pty := env.Live(t, "default", "c1")
+	env, pty := liveC1(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -89,23 +86,14 @@ func TestAttachRoundTrip(t *testing.T) {
 }
 
 func TestAttachEndsWhenOutputEnds(t *testing.T) {
-	env := convapitest.Start(t)
-	env.CreateAgent(t, "default", "coder")
-	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-	pty := env.Live(t, "default", "c1")
+	env, pty := liveC1(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, attachURL(env, "default", "c1"), nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer c.CloseNow()
-	readUntil(ctx, t, c, "? for shortcuts")
-	eventually(t, "subscribed", func() bool { return pty.Subscribers() == 1 })
+	c := dialC1(ctx, t, env, pty)
 	pty.Output([]byte("bye\r\n"))
 	pty.EndOutput()
 	readUntil(ctx, t, c, "bye\r\n")
-	_, _, err = c.Read(ctx)
+	_, _, err := c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusNormalClosure || !strings.Contains(ce.Reason, "output ended") {
 		t.Fatalf("after the CLI's output ended, read = %v, want a normal close saying the output ended", err)
@@ -128,22 +116,14 @@ func TestAttachRefusedWithoutLiveGuest(t *testing.T) {
 }
 
 func TestAttachBadControlMessageClosesWithError(t *testing.T) {
-	env := convapitest.Start(t)
-	env.CreateAgent(t, "default", "coder")
-	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-	pty := env.Live(t, "default", "c1")
+	env, pty := liveC1(t, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, attachURL(env, "default", "c1"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	readUntil(ctx, t, c, "? for shortcuts")
+	c := dialC1(ctx, t, env, pty)
 	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"explode"}`)); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = c.Read(ctx)
+	_, _, err := c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusInternalError || !strings.Contains(ce.Reason, "explode") {
 		t.Fatalf("read after a bad control message = %v, want a close naming it", err)

@@ -1,13 +1,18 @@
 package convapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/convapi/convapitest"
 )
 
 // wantStatus checks that a reply is a Status with code whose message contains every want.
@@ -50,4 +55,30 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// liveC1 is an Env with agent coder and its Active conversation c1 in the
+// default namespace, live on a fake PTY (remote: through the real proxy).
+func liveC1(t *testing.T, remote bool) (*convapitest.Env, *convapitest.PTY) {
+	t.Helper()
+	env := convapitest.Start(t)
+	env.CreateAgent(t, "default", "coder")
+	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
+	if remote {
+		return env, env.LiveRemote(t, "default", "c1")
+	}
+	return env, env.Live(t, "default", "c1")
+}
+
+// dialC1 attaches to c1 and waits for the repaint and the PTY subscription.
+func dialC1(ctx context.Context, t *testing.T, env *convapitest.Env, pty *convapitest.PTY) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, attachURL(env, "default", "c1"), nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	readUntil(ctx, t, c, "? for shortcuts")
+	eventually(t, "the attach subscribed to the PTY", func() bool { return pty.Subscribers() == 1 })
+	return c
 }

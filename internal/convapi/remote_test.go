@@ -9,7 +9,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/convapi/convapitest"
 	"aicli.dev/aicli/internal/convapi/wire"
@@ -19,10 +18,7 @@ import (
 // HTTP server): contract errors survive the wire and the output stream is
 // relayed as it is produced.
 func TestThroughTheRemoteProxy(t *testing.T) {
-	env := convapitest.Start(t)
-	env.CreateAgent(t, "default", "coder")
-	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-	pty := env.LiveRemote(t, "default", "c1")
+	env, pty := liveC1(t, true)
 
 	code, body := env.Do(t, http.MethodPost, sendPath("default", "c1"), "text/plain", []byte("over the wire"))
 	if code != http.StatusAccepted {
@@ -43,13 +39,7 @@ func TestThroughTheRemoteProxy(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, attachURL(env, "default", "c1"), nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer c.CloseNow()
-	readUntil(ctx, t, c, "? for shortcuts")
-	eventually(t, "the guest stream is subscribed", func() bool { return pty.Subscribers() == 1 })
+	c := dialC1(ctx, t, env, pty)
 	pty.Output([]byte("streamed\r\n"))
 	readUntil(ctx, t, c, "streamed\r\n")
 	if err := c.Write(ctx, websocket.MessageBinary, []byte("y")); err != nil {

@@ -28,10 +28,7 @@ func jsonText(t *testing.T, text string) []byte {
 }
 
 func TestSendDeliversAndAttributes(t *testing.T) {
-	env := convapitest.Start(t)
-	env.CreateAgent(t, "default", "coder")
-	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-	pty := env.Live(t, "default", "c1")
+	env, pty := liveC1(t, false)
 	uid := env.UID(t, "default", "c1")
 	// The attribution hook must run before the guest sees the text.
 	var expectedBefore []convapitest.Expectation
@@ -117,10 +114,7 @@ func TestSendRefusals(t *testing.T) {
 }
 
 func TestSendExactlyAtTheLimitIsAccepted(t *testing.T) {
-	env := convapitest.Start(t)
-	env.CreateAgent(t, "default", "coder")
-	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-	pty := env.Live(t, "default", "c1")
+	env, pty := liveC1(t, false)
 	code, body := env.Do(t, http.MethodPost, sendPath("default", "c1"), "text/plain", []byte(strings.Repeat("y", ptyapi.MaxMessageBytes)))
 	if code != http.StatusAccepted {
 		t.Fatalf("HTTP %d, want 202: %.300s", code, body)
@@ -144,10 +138,7 @@ func TestSendGuestErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env := convapitest.Start(t)
-			env.CreateAgent(t, "default", "coder")
-			env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
-			pty := env.Live(t, "default", "c1")
+			env, pty := liveC1(t, false)
 			pty.FailSends(tc.err)
 			code, body := env.Do(t, http.MethodPost, sendPath("default", "c1"), "application/json", jsonText(t, "hi"))
 			wantStatus(t, code, body, tc.code, tc.want)
