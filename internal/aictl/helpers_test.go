@@ -1,89 +1,53 @@
 package aictl
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
+	"io"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"aicli.dev/aicli/internal/aictl/aictltest"
 	"aicli.dev/aicli/internal/client/clienttest"
 )
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a buffer safe to read while a command writes to it.
+type syncBuffer = aictltest.Buffer
 
 type result struct {
 	out, err string
 	code     int
 }
 
-// aictl runs the command line against server with stdin in.
+func runner(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
+	return Run(ctx, args, IOStreams{In: in, Out: out, ErrOut: errOut})
+}
+
+func fromResult(r aictltest.Result) result { return result{out: r.Out, err: r.Err, code: r.Code} }
+
+// aictlIn runs the command line against server with stdin in.
 func aictlIn(t *testing.T, ctx context.Context, server, in string, args ...string) result {
 	t.Helper()
-	var out, errOut syncBuffer
-	full := append([]string{"--server", server}, args...)
-	code := Run(ctx, full, IOStreams{In: strings.NewReader(in), Out: &out, ErrOut: &errOut})
-	return result{out: out.String(), err: errOut.String(), code: code}
+	return fromResult(aictltest.Run(ctx, runner, in, append([]string{"--server", server}, args...)))
 }
 
 func aictl(t *testing.T, server string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return aictlIn(t, ctx, server, "", args...)
+	return aictlIn(t, context.Background(), server, "", args...)
 }
 
 // started runs aictl in the background; stop cancels it and wait waits for it.
 func started(t *testing.T, server string, args ...string) (out *syncBuffer, stop func(), wait func() result) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	out = &syncBuffer{}
-	var errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(ctx, append([]string{"--server", server}, args...), IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut})
-	}()
-	t.Cleanup(cancel)
-	return out, cancel, func() result {
-		select {
-		case code := <-done:
-			return result{out: out.String(), err: errOut.String(), code: code}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("aictl %v did not finish; out=%q err=%q", args, out.String(), errOut.String())
-			return result{}
-		}
-	}
+	out, stop, w := aictltest.Start(t, runner, append([]string{"--server", server}, args...))
+	return out, stop, func() result { return fromResult(w()) }
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return aictltest.WriteFile(t, dir, name, content)
 }
 
 func wantCode(t *testing.T, r result, code int) {
@@ -96,13 +60,7 @@ func wantCode(t *testing.T, r result, code int) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	aictltest.Eventually(t, what, cond)
 }
 
 // setReady sets the Ready condition as a controller would.
