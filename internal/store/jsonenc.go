@@ -173,10 +173,9 @@ func canonical(v interface{}) (out interface{}, ok bool, err error) {
 	return nil, false, nil
 }
 
-// encodeRecordFast builds the record JSON (see record) around an already
-// encoded object without re-validating it.
-func encodeRecordFast(ev *event, objJSON []byte) []byte {
-	b := make([]byte, 0, len(objJSON)+192)
+// encodeRecordFast appends the record JSON (see record) around an already
+// encoded object to b, without re-validating the object.
+func encodeRecordFast(b []byte, ev *event, objJSON []byte) []byte {
 	b = append(b, `{"type":`...)
 	b = appendJSONString(b, ev.typ)
 	b = append(b, `,"time":"`...)

@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,5 +383,86 @@ func TestWatchEndsOnStopContextAndClose(t *testing.T) {
 	closed(w3)
 	if _, err := s.Watch(ctxT(t), res, "", store.WatchOptions{}); err == nil {
 		t.Fatal("watch after close succeeded")
+	}
+}
+
+func TestWatchDeliversEveryEventOnceInOrderUnderConcurrency(t *testing.T) {
+	s := storetest.Open(t, store.Options{})
+	mustCreate(t, s, agent("ns", "seed", nil))
+	fromStart, err := s.Watch(ctxT(t), res, "", store.WatchOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromStart.Stop()
+	const writers, perWriter = 16, 30
+	var wg sync.WaitGroup
+	var midRV atomic.Uint64
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				o, err := s.Create(context.Background(), res, agent("ns", fmt.Sprintf("w%d-%d", w, i), nil))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				o.SetLabels(map[string]string{"i": strconv.Itoa(i)})
+				if _, err := s.Update(context.Background(), res, o); err != nil {
+					t.Error(err)
+					return
+				}
+				if w == 0 && i == perWriter/2 {
+					midRV.Store(s.CurrentRV())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 1 + writers*perWriter*2
+	if s.CurrentRV() != uint64(total) {
+		t.Fatalf("rv %d, want %d", s.CurrentRV(), total)
+	}
+	collect := func(w watch.Interface, n int) []uint64 {
+		var rvs []uint64
+		for len(rvs) < n {
+			ev := next(t, w)
+			rv, _ := strconv.ParseUint(ev.Object.(*unstructured.Unstructured).GetResourceVersion(), 10, 64)
+			rvs = append(rvs, rv)
+		}
+		expectQuiet(t, w, 50*time.Millisecond)
+		return rvs
+	}
+	// The snapshot watch saw "seed" as ADDED at rv 1, then every later event.
+	got := collect(fromStart, total)
+	for i, rv := range got {
+		if rv != uint64(i+1) {
+			t.Fatalf("snapshot+live watch: event %d has rv %d", i, rv)
+		}
+	}
+	// A replay from the middle sees exactly the rest, in order.
+	mid := midRV.Load()
+	w2, err := s.Watch(ctxT(t), res, "", store.WatchOptions{ResourceVersion: strconv.FormatUint(mid, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	got = collect(w2, total-int(mid))
+	for i, rv := range got {
+		if rv != mid+uint64(i)+1 {
+			t.Fatalf("replay from %d: event %d has rv %d", mid, i, rv)
+		}
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	s := storetest.Open(t, store.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Create(ctx, res, agent("ns", "x", nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("create with canceled ctx: %v", err)
+	}
+	if _, err := s.Get(ctx, res, "ns", "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("get with canceled ctx: %v", err)
 	}
 }

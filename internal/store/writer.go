@@ -49,6 +49,8 @@ type writerState struct {
 	objs        map[objKey]*entry
 	seq         uint64
 	compactFrom uint64
+	// objBuf and recBuf are reused encode buffers.
+	objBuf, recBuf []byte
 }
 
 type change struct {
@@ -85,6 +87,9 @@ type group struct {
 func (s *Store) submit(ctx context.Context, m *mutation) error {
 	if p := s.failed.Load(); p != nil {
 		return *p
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	m.done = make(chan struct{})
 	select {
@@ -294,7 +299,9 @@ func (s *Store) nextSeq(g *group) uint64 {
 // updates the writer view. obj must already carry resourceVersion = seq.
 func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string, now time.Time,
 	obj *unstructured.Unstructured, prev *entry, remove bool) error {
-	objJSON, err := appendJSON(make([]byte, 0, 1024), obj.Object)
+	// Batch.Set copies keys and values, so the encode buffers are reused.
+	objJSON, err := appendJSON(s.w.objBuf[:0], obj.Object)
+	s.w.objBuf = objJSON
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
 	}
@@ -309,7 +316,8 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 			}
 		}
 	}
-	rec := encodeRecordFast(ev, objJSON)
+	rec := encodeRecordFast(s.w.recBuf[:0], ev, objJSON)
+	s.w.recBuf = rec
 	ok := objectKey(k.resource, k.ns, k.name)
 	hk := historyKey(k.resource, k.ns, k.name, seq)
 	// The watch log entry points at the history entry, which holds the
