@@ -271,9 +271,22 @@ var _ = Describe("Docker runtime", Label("runtime"), func() {
 		}
 	}, SpecTimeout(time.Minute))
 
-	It("reports a missing image as a create error", func(ctx SpecContext) {
+	It("reports a missing image as a typed create error (nothing is pulled)", func(ctx SpecContext) {
 		_, err := suite.Runtime.Create(ctx, run.Spec("noimg", "aicli-guest-nonexistent:000000000000"))
-		Expect(err).To(HaveOccurred())
+		Expect(err).To(MatchError(runtime.ErrImageNotFound))
 		Expect(err.Error()).To(ContainSubstring("aicli-guest-nonexistent"))
+	}, SpecTimeout(time.Minute))
+
+	It("reports an OOM kill at the memory limit", func(ctx SpecContext) {
+		spec := run.Spec("oom", probeImage, "alloc", "256")
+		spec.MemoryBytes = 32 << 20
+		id := run.Create(ctx, spec)
+		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
+		out, code := waitExit(ctx, id)
+		Expect(code).To(Equal(137), out)
+		Expect(out).NotTo(ContainSubstring("allocated"))
+		st, err := suite.Runtime.Inspect(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.OOMKilled).To(BeTrue())
 	}, SpecTimeout(time.Minute))
 })

@@ -88,6 +88,10 @@ type ContainerState struct {
 	FinishedAt time.Time
 	// Status is the engine's state word: created, running, exited, dead, …
 	Status string
+	// OOMKilled is true when the kernel's OOM killer ended the last run (memory limit reached).
+	OOMKilled bool
+	// Error is the engine's error for the last run, e.g. why it failed to start ("" if none).
+	Error string
 }
 
 // EventType is the kind of a container lifecycle event.
@@ -160,6 +164,10 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // IsNotFound reports whether err says a container is absent.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// ErrImageNotFound is matched (errors.Is) by Create errors saying the image does not exist locally (nothing is
+// pulled: build it, e.g. with imagebuild.Builder.Ensure, and retry).
+var ErrImageNotFound = errors.New("image not found")
 
 // ErrNameConflict is matched (errors.Is) by Create errors saying the container name is already taken (for
 // example by a container a crashed supervisor created but never recorded: look it up by label and adopt or remove).

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: probe print TEXT | serve | ignore-term | netifs | status | write PATH TEXT | setuid-child | exit N | sleep")
+		fail("usage: probe print TEXT | serve | ignore-term | netifs | status | write PATH TEXT | setuid-child | alloc MiB | exit N | sleep")
 	}
 	switch os.Args[1] {
 	case "print":
@@ -61,6 +61,18 @@ func main() {
 		fmt.Println("write=ok")
 	case "setuid-child":
 		setuidChild()
+	case "alloc":
+		mib, _ := strconv.Atoi(os.Args[2])
+		fmt.Println("allocating", mib, "MiB")
+		var keep [][]byte
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b { // touch every page so it is resident
+				b[j] = byte(j)
+			}
+			keep = append(keep, b)
+		}
+		fmt.Println("allocated", len(keep), "MiB")
 	default:
 		fail("unknown command %q", os.Args[1])
 	}

@@ -161,6 +161,10 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.ContainerSpec) (strin
 		if cerrdefs.IsConflict(err) {
 			return "", fmt.Errorf("docker create %s: %w: %w", spec.Name, runtime.ErrNameConflict, err)
 		}
+		if cerrdefs.IsNotFound(err) {
+			// The only thing Create looks up is the image (bind sources are checked as invalid parameters).
+			return "", fmt.Errorf("docker create %s: %w: %w", spec.Name, runtime.ErrImageNotFound, err)
+		}
 		return "", fmt.Errorf("docker create %s from %s: %w", spec.Name, spec.Image, err)
 	}
 	return resp.ID, nil
@@ -364,6 +368,8 @@ func stateOf(resp container.InspectResponse) runtime.ContainerState {
 			st.Status = string(s.Status)
 			st.StartedAt = parseTime(s.StartedAt)
 			st.FinishedAt = parseTime(s.FinishedAt)
+			st.OOMKilled = s.OOMKilled
+			st.Error = s.Error
 		}
 	}
 	if resp.Config != nil {

@@ -61,6 +61,7 @@ const (
 type Runtime struct {
 	process ProcessFunc
 	now     func() time.Time
+	images  map[string]bool // nil: every image exists
 
 	mu         sync.Mutex
 	seq        int
@@ -96,6 +97,17 @@ type Option func(*Runtime)
 // WithProcess sets the function run as every container's main process. Without it a started container runs until
 // it is stopped and then exits 0.
 func WithProcess(fn ProcessFunc) Option { return func(r *Runtime) { r.process = fn } }
+
+// WithImages restricts Create to these image references (anything else fails with runtime.ErrImageNotFound);
+// without it every image exists.
+func WithImages(refs ...string) Option {
+	return func(r *Runtime) {
+		r.images = map[string]bool{}
+		for _, ref := range refs {
+			r.images[ref] = true
+		}
+	}
+}
 
 // WithClock sets the time source for timestamps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(r *Runtime) { r.now = now } }
@@ -169,6 +181,9 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.ContainerSpec) (strin
 	if spec.Image == "" {
 		return "", errors.New("fake runtime create: image is required")
 	}
+	if r.images != nil && !r.images[spec.Image] {
+		return "", fmt.Errorf("fake runtime create %s: %w: %s", spec.Name, runtime.ErrImageNotFound, spec.Image)
+	}
 	r.seq++
 	id := fmt.Sprintf("fake%060d", r.seq)
 	name := spec.Name
@@ -221,6 +236,7 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	c.state.ExitCode = 0
 	c.state.StartedAt = r.now()
 	c.state.FinishedAt = time.Time{}
+	c.state.OOMKilled = false
 	r.emit(runtime.EventStart, c)
 	p := Process{ID: c.state.ID, Spec: cloneSpec(c.spec), Stdout: &logWriter{r: r, c: c}}
 	go func() {
@@ -231,12 +247,16 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 }
 
 // exit records the end of run ru with code unless that run already ended (killed).
-func (r *Runtime) exit(c *container, ru *run, code int) {
+func (r *Runtime) exit(c *container, ru *run, code int) { r.exitRun(c, ru, code, false) }
+
+// exitRun is exit with the OOM-killed flag.
+func (r *Runtime) exitRun(c *container, ru *run, code int, oom bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c.run != ru {
 		return
 	}
+	c.state.OOMKilled = oom
 	ru.cancel()
 	c.run = nil
 	c.state.Running = false
@@ -280,9 +300,14 @@ func (r *Runtime) Stop(ctx context.Context, id string, grace time.Duration) erro
 	return nil
 }
 
-// Crash ends a running container's process as if it died on its own with exitCode (e.g. an OOM kill, 137).
-// The process function's ctx is cancelled and its later result ignored.
-func (r *Runtime) Crash(id string, exitCode int) error {
+// Crash ends a running container's process as if it died on its own with exitCode. The process function's ctx
+// is cancelled and its later result ignored. See also OOMKill.
+func (r *Runtime) Crash(id string, exitCode int) error { return r.crash(id, exitCode, false) }
+
+// OOMKill ends a running container as the kernel's OOM killer would: exit code ExitKilled and OOMKilled set.
+func (r *Runtime) OOMKill(id string) error { return r.crash(id, ExitKilled, true) }
+
+func (r *Runtime) crash(id string, exitCode int, oom bool) error {
 	r.mu.Lock()
 	c, err := r.lookup(id)
 	var ru *run
@@ -296,7 +321,7 @@ func (r *Runtime) Crash(id string, exitCode int) error {
 	if ru == nil {
 		return fmt.Errorf("fake runtime crash %s: not running", id)
 	}
-	r.exit(c, ru, exitCode)
+	r.exitRun(c, ru, exitCode, oom)
 	return nil
 }
 

@@ -236,6 +236,31 @@ func TestInjectedFailuresAndCrash(t *testing.T) {
 	if err := r.Crash(id, 1); err == nil {
 		t.Fatal("crash of a stopped container accepted")
 	}
+	_ = r.Start(ctx, id)
+	next(t, evs)
+	if err := r.OOMKill(id); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, evs); ev.Type != runtime.EventDie || ev.ExitCode != fake.ExitKilled {
+		t.Fatalf("oom event %+v", ev)
+	}
+	if st, _ := r.Inspect(ctx, id); !st.OOMKilled || st.ExitCode != fake.ExitKilled {
+		t.Fatalf("oom state %+v", st)
+	}
+	_ = r.Start(ctx, id)
+	if st, _ := r.Inspect(ctx, id); st.OOMKilled {
+		t.Fatal("OOMKilled survives a restart")
+	}
+}
+
+func TestKnownImages(t *testing.T) {
+	r := fake.New(fake.WithImages("img:1"))
+	if _, err := r.Create(t.Context(), runtime.ContainerSpec{Image: "img:2"}); !errors.Is(err, runtime.ErrImageNotFound) {
+		t.Fatalf("want ErrImageNotFound, got %v", err)
+	}
+	if _, err := r.Create(t.Context(), runtime.ContainerSpec{Image: "img:1"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestEventsEndWithContextAndInstancesAreIsolated(t *testing.T) {
