@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
@@ -26,6 +27,12 @@ type WatchOptions struct {
 	// AllowBookmarks enables periodic watch.Bookmark events whose object
 	// carries only metadata.resourceVersion.
 	AllowBookmarks bool
+	// SendInitialEvents (with ResourceVersion "" or "0") ends the initial
+	// ADDED events with a Bookmark annotated
+	// metav1.InitialEventsAnnotationKey="true" at the snapshot's
+	// resourceVersion, as Kubernetes' WatchList does, so client-go
+	// reflectors using WatchList semantics can sync from a plain Watch.
+	SendInitialEvents bool
 }
 
 // resultBuffer lets a watcher's goroutine run a few events ahead of its
@@ -41,6 +48,7 @@ type watcher struct {
 	sel        labels.Selector
 	everything bool
 	bookmarks  bool
+	initialEnd bool
 
 	in         chan *event
 	fellBehind atomic.Bool
@@ -86,10 +94,11 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 	}
 	w := &watcher{
 		s: s, resource: resource, ns: namespace, sel: sel, everything: sel.Empty(),
-		bookmarks: opts.AllowBookmarks,
-		in:        make(chan *event, s.opts.WatchBuffer),
-		result:    make(chan watch.Event, resultBuffer),
-		stop:      make(chan struct{}),
+		bookmarks:  opts.AllowBookmarks,
+		initialEnd: opts.SendInitialEvents && !replay,
+		in:         make(chan *event, s.opts.WatchBuffer),
+		result:     make(chan watch.Event, resultBuffer),
+		stop:       make(chan struct{}),
 	}
 
 	s.mu.Lock()
@@ -226,6 +235,13 @@ func (w *watcher) run(ctx context.Context, from uint64) {
 				return
 			}
 		}
+		if w.initialEnd {
+			ev := bookmarkEvent(w.startRV)
+			ev.Object.(*unstructured.Unstructured).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+			if !send(ev) {
+				return
+			}
+		}
 	}
 
 	var tick <-chan time.Time
@@ -272,6 +288,10 @@ func (w *watcher) bookmark(lastSeen uint64) watch.Event {
 		rv = max(rv, w.s.rv.Load())
 	}
 	w.s.mu.RUnlock()
+	return bookmarkEvent(rv)
+}
+
+func bookmarkEvent(rv uint64) watch.Event {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	u.SetResourceVersion(strconv.FormatUint(rv, 10))
 	return watch.Event{Type: watch.Bookmark, Object: u}

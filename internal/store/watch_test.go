@@ -466,3 +466,31 @@ func TestCanceledContext(t *testing.T) {
 		t.Fatalf("get with canceled ctx: %v", err)
 	}
 }
+
+func TestWatchSendInitialEventsEndsWithBookmark(t *testing.T) {
+	s := storetest.Open(t, store.Options{})
+	mustCreate(t, s, agent("ns", "a", nil))
+	mustCreate(t, s, agent("ns", "b", nil))
+	snapRV := strconv.FormatUint(s.CurrentRV(), 10)
+	w, err := s.Watch(ctxT(t), res, "", store.WatchOptions{SendInitialEvents: true, AllowBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, want := range []string{"a", "b"} {
+		if ev := next(t, w); ev.Type != watch.Added || evName(ev) != want {
+			t.Fatalf("got %s %s", ev.Type, evName(ev))
+		}
+	}
+	ev := next(t, w)
+	u, _ := ev.Object.(*unstructured.Unstructured)
+	if ev.Type != watch.Bookmark || u.GetResourceVersion() != snapRV ||
+		u.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		t.Fatalf("initial-events-end bookmark: %s %v", ev.Type, ev.Object)
+	}
+	c := mustCreate(t, s, agent("ns", "c", nil))
+	if ev := nextNonBookmark(t, w); ev.Type != watch.Added || evName(ev) != "c" ||
+		ev.Object.(*unstructured.Unstructured).GetResourceVersion() != c.GetResourceVersion() {
+		t.Fatalf("live after initial events: %s %v", ev.Type, ev.Object)
+	}
+}
