@@ -108,6 +108,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newPauseCommand(g),
 		newResumeCommand(g),
 		newArchiveCommand(g),
+		newSpendCommand(g),
 	)
 	return root
 }
