@@ -275,6 +275,14 @@ var _ = Describe("Docker runtime", Label("runtime"), func() {
 		_, err := suite.Runtime.Create(ctx, run.Spec("noimg", "aicli-guest-nonexistent:000000000000"))
 		Expect(err).To(MatchError(runtime.ErrImageNotFound))
 		Expect(err.Error()).To(ContainSubstring("aicli-guest-nonexistent"))
+
+		// Other not-founds are not mistaken for a missing image or a missing container.
+		spec := run.Spec("nonet", probeImage)
+		spec.Network = "aicli-no-such-network-" + run.ID
+		id := run.Create(ctx, spec)
+		err = suite.Runtime.Start(ctx, id)
+		Expect(err).To(MatchError(ContainSubstring(spec.Network)))
+		Expect(runtime.IsNotFound(err)).To(BeFalse(), "the container exists: %v", err)
 	}, SpecTimeout(time.Minute))
 
 	It("reports an OOM kill at the memory limit", func(ctx SpecContext) {

@@ -161,8 +161,8 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.ContainerSpec) (strin
 		if cerrdefs.IsConflict(err) {
 			return "", fmt.Errorf("docker create %s: %w: %w", spec.Name, runtime.ErrNameConflict, err)
 		}
-		if cerrdefs.IsNotFound(err) {
-			// The only thing Create looks up is the image (bind sources are checked as invalid parameters).
+		if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "no such image") {
+			// (A missing network is a not-found too; only the image case is typed.)
 			return "", fmt.Errorf("docker create %s: %w: %w", spec.Name, runtime.ErrImageNotFound, err)
 		}
 		return "", fmt.Errorf("docker create %s from %s: %w", spec.Name, spec.Image, err)
@@ -347,9 +347,10 @@ func labelFilters(sel map[string]string) filters.Args {
 	return f
 }
 
-// wrap turns the engine's not-found into runtime.NotFoundError and wraps everything else.
+// wrap turns the engine's "no such container" into runtime.NotFoundError and wraps everything else (a start can
+// fail with another not-found, e.g. a missing network, while the container exists).
 func wrap(op, id string, err error) error {
-	if cerrdefs.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "no such container") {
 		return fmt.Errorf("docker %s: %w", op, &runtime.NotFoundError{Ref: id})
 	}
 	return fmt.Errorf("docker %s %s: %w", op, id, err)
