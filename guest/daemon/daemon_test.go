@@ -334,3 +334,57 @@ func vmRSS(t *testing.T, pid int) int64 {
 	t.Fatal("no VmRSS")
 	return 0
 }
+
+// TestNonDumpableGuestHidesItsEnvironmentFromASameUIDCLI runs the guest as an
+// unprivileged user, so the CLI has the guest's own uid: only the guest's
+// PR_SET_DUMPABLE=0 keeps /proc/<guest>/environ closed to the CLI.
+func TestNonDumpableGuestHidesItsEnvironmentFromASameUIDCLI(t *testing.T) {
+	d := testenv.NewDirs(t, testBase)
+	if err := os.Mkdir(d.Home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(d.Home, testenv.UID, testenv.UID); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(guestBin)
+	cmd.Env = guestEnv(d, "GUEST_SECRET=hunter2")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testenv.UID, Gid: testenv.UID}}
+	var logs syncBuf
+	cmd.Stderr = &logs
+	term, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 120, Rows: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = term.Close()
+		if t.Failed() {
+			t.Logf("guest logs:\n%s", logs.String())
+		}
+	})
+	var out syncBuf
+	go func() { _, _ = io.Copy(&out, term) }()
+	waitFor(t, "prompt", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	if _, err := term.Write([]byte("!id !read /proc/self/environ\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the CLI reading its own environment", func() bool {
+		return strings.Contains(out.String(), "read /proc/self/environ: ok")
+	})
+	if m := pidRE.FindStringSubmatch(out.String()); m == nil || m[1] != strconv.Itoa(testenv.UID) {
+		t.Fatalf("CLI uid line %v, want uid %d (the guest's own)", m, testenv.UID)
+	}
+	guestEnvFile := fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid)
+	if _, err := term.Write([]byte("!read " + guestEnvFile + "\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the CLI's attempt on the guest's environment", func() bool {
+		return strings.Contains(out.String(), "read "+guestEnvFile+": ")
+	})
+	s := out.String()
+	line := s[strings.Index(s, "read "+guestEnvFile+": "):]
+	if !strings.Contains(line[:min(len(line), 200)], "permission denied") {
+		t.Fatalf("same-uid CLI read the guest's environment: %q", line[:min(len(line), 200)])
+	}
+}

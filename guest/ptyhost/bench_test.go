@@ -201,3 +201,27 @@ func BenchmarkPTYThroughput(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEmulatorFrames measures the emulator alone on TUI-style output:
+// full 120x40 frames drawn with cursor positioning and colours (how the real
+// CLIs paint), versus plain scrolling text lines.
+func BenchmarkEmulatorFrames(b *testing.B) {
+	var frame bytes.Buffer
+	frame.WriteString("\x1b[H\x1b[2J")
+	for r := 1; r <= 40; r++ {
+		fmt.Fprintf(&frame, "\x1b[%d;1H\x1b[38;5;%dm%s\x1b[0m", r, r, strings.Repeat("x", 110))
+	}
+	scroll := bytes.Repeat([]byte(strings.Repeat("y", 100)+"\r\n"), 40)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"positioned-frame", frame.Bytes()}, {"scrolling-lines", scroll}} {
+		b.Run(c.name, func(b *testing.B) {
+			emu := newTestEmulator()
+			b.SetBytes(int64(len(c.data)))
+			for i := 0; i < b.N; i++ {
+				_, _ = emu.Write(c.data)
+			}
+		})
+	}
+}

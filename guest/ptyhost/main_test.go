@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/vt"
 	"github.com/google/uuid"
 
 	"aicli.dev/aicli/guest/harness"
@@ -183,3 +184,12 @@ func newSessionID() string { return uuid.NewString() }
 
 // fakeOptions shortens hostOpt literals.
 type fakeOptions = fake.Options
+
+// newTestEmulator is the emulator as the host configures it, with its reply
+// pipe drained.
+func newTestEmulator() *vt.Emulator {
+	e := vt.NewEmulator(DefaultCols, DefaultRows)
+	e.SetScrollbackSize(1)
+	go func() { _, _ = io.Copy(io.Discard, e) }()
+	return e
+}
