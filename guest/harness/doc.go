@@ -18,8 +18,9 @@
 //     "codex resume <id>"; Launch.Env sets CODEX_HOME; SeedFiles writes
 //     config.toml; FormatMessage pauses ~0.5 s between the paste and Enter.
 //   - gemini / opencode: resume flags --resume / --session, settings files,
-//     their own cues; opencode's SQLite store needs a ParseTranscript that
-//     reads a database rather than a stream (pass the file via SessionFile).
+//     their own cues; opencode keeps sessions in one SQLite file (SessionFile
+//     names it), so its ParseTranscript receives the database bytes and must
+//     open them as a database, not scan lines.
 //
 // Harnesses whose CLI buffers input typed while it works set
 // DeliveryPolicy.AcceptsQueuedInput; the guest still never delivers while a
