@@ -303,3 +303,48 @@ func TestAttachCommandRefused(t *testing.T) {
 		t.Errorf("stderr %q", errOut.String())
 	}
 }
+
+// The commands work over the supervisor's real transports: the local unix
+// socket and TLS with a bearer token (attach sends the token on the
+// websocket handshake; a wrong token is refused before any upgrade).
+func TestConversationCommandsOverUnixAndTLS(t *testing.T) {
+	env := convapitest.Start(t)
+	env.CreateAgent(t, "default", "coder")
+	unix := env.ServeUnix(t)
+	r := aictl(t, unix, "start", "coder", "-o", "name")
+	wantCode(t, r, 0)
+	name := strings.TrimPrefix(strings.TrimSpace(r.out), "conversation.aicli.dev/")
+	pty := env.Live(t, "default", name)
+	wantCode(t, aictl(t, unix, "send", name, "over", "unix"), 0)
+	keys, out, errOut, done := attachRun(t, unix, name)
+	eventually(t, "attached over unix", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	if _, err := keys.Write([]byte("u\x1d")); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, done); code != 0 {
+		t.Fatalf("attach over unix exit %d: %s", code, errOut.String())
+	}
+
+	const token = "s3cret-token"
+	tlsURL, ca := env.ServeTLS(t, token)
+	wantCode(t, aictl(t, tlsURL, "--token", token, "--certificate-authority", ca, "send", name, "over", "tls"), 0)
+	keys, out, errOut, done = attachRun(t, tlsURL, "--token", token, "--certificate-authority", ca, name)
+	eventually(t, "attached over TLS", func() bool { return strings.Contains(out.String(), "? for shortcuts") })
+	if _, err := keys.Write([]byte("t\x1d")); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, done); code != 0 {
+		t.Fatalf("attach over TLS exit %d: %s", code, errOut.String())
+	}
+	_, _, errOut, done = attachRun(t, tlsURL, "--token", "wrong", "--certificate-authority", ca, name)
+	if code := exitCode(t, done); code != 1 || !strings.Contains(errOut.String(), "Unauthorized") {
+		t.Errorf("attach with a wrong token: exit %d, %q", code, errOut.String())
+	}
+
+	if got := fmt.Sprintf("%q", pty.Messages()); got != `["over unix" "over tls"]` {
+		t.Errorf("messages = %s", got)
+	}
+	if got := pty.Keystrokes(); got != "ut" {
+		t.Errorf("keystrokes = %q, want %q", got, "ut")
+	}
+}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,6 +40,9 @@ type Env struct {
 	Transcripts *Transcripts
 	// Attribution records Expect calls.
 	Attribution *Attribution
+
+	api       http.Handler // the API server's unauthenticated handler
+	principal *apiserver.Principal
 }
 
 // Option changes how Start composes the Env.
@@ -73,12 +80,51 @@ func Start(tb testing.TB, opts ...Option) *Env {
 		o.Transcripts = nil
 	}
 	convapi.New(o).Register(srv)
-	hs := httptest.NewServer(apiserver.Authenticated(srv.Handler(), func(*http.Request) (*apiserver.Principal, error) {
+	e.api, e.principal = srv.Handler(), cfg.principal
+	hs := httptest.NewServer(apiserver.Authenticated(e.api, func(*http.Request) (*apiserver.Principal, error) {
 		return cfg.principal, nil
 	}))
 	tb.Cleanup(hs.Close)
 	e.URL = hs.URL
 	return e
+}
+
+// ServeUnix serves the same API on a unix socket, as the supervisor does for
+// its local admin, and returns the socket's unix:// address.
+func (e *Env) ServeUnix(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "convapi-") // short: socket paths are limited to ~100 bytes
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: apiserver.Authenticated(e.api,
+		func(*http.Request) (*apiserver.Principal, error) { return e.principal, nil })}}
+	hs.Start()
+	tb.Cleanup(hs.Close)
+	return "unix://" + sock
+}
+
+// ServeTLS serves the same API over TLS where only the bearer token tok is
+// accepted (as a principal for every namespace). It returns the https://
+// address and a PEM file of the server's certificate.
+func (e *Env) ServeTLS(tb testing.TB, tok string) (url, caFile string) {
+	tb.Helper()
+	authn := apiserver.NewTokenAuthenticator(&apiserver.TokenFile{Tokens: []apiserver.Token{
+		{Name: "test", SHA256: apiserver.HashToken(tok), Namespaces: []string{"*"}}}})
+	hs := httptest.NewTLSServer(apiserver.Authenticated(e.api, authn.Authenticate))
+	tb.Cleanup(hs.Close)
+	caFile = filepath.Join(tb.TempDir(), "ca.crt")
+	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
+	if err := os.WriteFile(caFile, block, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return hs.URL, caFile
 }
 
 // Path is the API path of a named object and its subresource.
