@@ -185,6 +185,10 @@ func (b *Builder) Ensure(ctx context.Context, harness string, progress func(stri
 		return "", fmt.Errorf("imagebuild: inspect %s: %w", tag, err)
 	}
 
+	if err := b.checkBases(ctx, harness); err != nil {
+		return "", err
+	}
+
 	b.mu.Lock()
 	if b.inflight == nil {
 		b.inflight = map[string]*call{}
@@ -226,6 +230,41 @@ func (b *Builder) Ensure(ctx context.Context, harness string, progress func(stri
 	case <-ctx.Done():
 		return "", fmt.Errorf("imagebuild: waiting for %s: %w", tag, ctx.Err())
 	}
+}
+
+// BaseImageMissingError says a FROM image of a definition is not present on the engine. Nothing is pulled: the
+// base must be built or imported locally first.
+type BaseImageMissingError struct {
+	// Harness is the definition.
+	Harness string
+	// Image is the missing base.
+	Image string
+}
+
+// Error implements error.
+func (e *BaseImageMissingError) Error() string {
+	return fmt.Sprintf("imagebuild: %s: base image %s is not present on the engine (nothing is pulled: build or "+
+		"import it first)", e.Harness, e.Image)
+}
+
+// checkBases makes sure every FROM image exists locally, so the engine's builder never reaches for a registry.
+func (b *Builder) checkBases(ctx context.Context, harness string) error {
+	df, err := fs.ReadFile(b.Defs, harness+"/Dockerfile")
+	if err != nil {
+		return fmt.Errorf("imagebuild: %w", err)
+	}
+	bases, err := baseImages(df)
+	if err != nil {
+		return fmt.Errorf("imagebuild: %s: %w", harness, err)
+	}
+	for _, img := range bases {
+		if _, err := b.Docker.ImageInspect(ctx, img); cerrdefs.IsNotFound(err) {
+			return &BaseImageMissingError{Harness: harness, Image: img}
+		} else if err != nil {
+			return fmt.Errorf("imagebuild: inspect base %s: %w", img, err)
+		}
+	}
+	return nil
 }
 
 func (b *Builder) build(ctx context.Context, harness, tag string, bc *buildContext, progress func(string)) error {

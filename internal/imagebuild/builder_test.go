@@ -93,6 +93,21 @@ func TestCopySources(t *testing.T) {
 	}
 }
 
+func TestBaseImages(t *testing.T) {
+	df := "FROM scratch\nFROM --platform=linux/amd64 debian-local:bookworm AS base\nFROM base\n" +
+		"from node-local:22 as build\nCOPY --from=build /x /y\nFROM debian-local:bookworm\n"
+	got, err := baseImages([]byte(df))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"debian-local:bookworm", "node-local:22"}; !slices.Equal(got, want) {
+		t.Fatalf("baseImages = %q, want %q", got, want)
+	}
+	if _, err := baseImages([]byte("FROM\n")); err == nil {
+		t.Fatal("FROM without an image accepted")
+	}
+}
+
 func TestAssembleContextAndHash(t *testing.T) {
 	dir := artifacts(t, "guest", "cli")
 	bc, err := assemble(testDefs(), "h", dir)
@@ -459,5 +474,23 @@ func TestEnsureBuildTimeoutAndDepartedListeners(t *testing.T) {
 	}
 	if gone.Load() != 0 || stayed.Load() != 2 {
 		t.Fatalf("progress: departed caller got %d lines, waiting caller %d", gone.Load(), stayed.Load())
+	}
+}
+
+func TestEnsureRefusesMissingBaseImage(t *testing.T) {
+	eng := newFakeEngine()
+	before := eng.builds.Load()
+	// A base image the engine lacks fails before any build: nothing is pulled.
+	defs := testDefs()
+	defs["h/Dockerfile"] = &fstest.MapFile{Data: []byte("FROM debian-local:bookworm\nCOPY guest cli /\n")}
+	bb := &Builder{Docker: eng, Defs: defs, ArtifactDir: artifacts(t, "guest", "cli"), Logger: slog.New(slog.DiscardHandler)}
+	var missing *BaseImageMissingError
+	if _, err := bb.Ensure(t.Context(), "h", nil); !errors.As(err, &missing) || missing.Image != "debian-local:bookworm" ||
+		eng.builds.Load() != before {
+		t.Fatalf("missing base: %v (builds %d→%d)", err, before, eng.builds.Load())
+	}
+	eng.images["debian-local:bookworm"] = nil
+	if _, err := bb.Ensure(t.Context(), "h", nil); err != nil {
+		t.Fatalf("present base: %v", err)
 	}
 }

@@ -146,48 +146,27 @@ func readArtifact(dir, name string) ([]byte, int64, error) {
 	return data, mode, nil
 }
 
-// copySources returns the source operands of every COPY and ADD instruction (excluding multi-stage --from
-// copies), in order. It understands flags, the JSON array form and line continuations.
-func copySources(dockerfile []byte) ([]string, error) {
-	var out []string
+// instruction is one logical Dockerfile line: the upper-cased keyword and its arguments.
+type instruction struct {
+	keyword string
+	args    []string
+	line    string
+}
+
+// instructions splits a Dockerfile into logical instructions, skipping comments and joining continuations.
+func instructions(dockerfile []byte) ([]instruction, error) {
+	var out []instruction
 	var logical strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(dockerfile))
-	flush := func() error {
+	flush := func() {
 		line := strings.TrimSpace(logical.String())
 		logical.Reset()
 		if line == "" || strings.HasPrefix(line, "#") {
-			return nil
+			return
 		}
-		instr, rest, _ := strings.Cut(line, " ")
-		instr = strings.ToUpper(instr)
-		if instr != "COPY" && instr != "ADD" {
-			return nil
-		}
-		var args []string
-		for _, f := range strings.Fields(rest) {
-			if len(args) == 0 && strings.HasPrefix(f, "--") {
-				if strings.HasPrefix(f, "--from=") {
-					return nil
-				}
-				continue
-			}
-			args = append(args, f)
-		}
-		joined := strings.Join(args, " ")
-		if strings.HasPrefix(joined, "[") {
-			args = nil
-			if err := json.Unmarshal([]byte(joined), &args); err != nil {
-				return fmt.Errorf("Dockerfile: bad JSON form %q: %w", line, err)
-			}
-		}
-		if len(args) < 2 {
-			return fmt.Errorf("Dockerfile: %s needs a source and a destination: %q", instr, line)
-		}
-		for _, s := range args[:len(args)-1] {
-			out = append(out, strings.TrimPrefix(path.Clean(s), "./"))
-		}
-		return nil
+		kw, rest, _ := strings.Cut(line, " ")
+		out = append(out, instruction{keyword: strings.ToUpper(kw), args: strings.Fields(rest), line: line})
 	}
+	sc := bufio.NewScanner(bytes.NewReader(dockerfile))
 	for sc.Scan() {
 		line := sc.Text()
 		if t := strings.TrimSpace(line); strings.HasPrefix(t, "#") && logical.Len() == 0 {
@@ -199,15 +178,84 @@ func copySources(dockerfile []byte) ([]string, error) {
 			continue
 		}
 		logical.WriteString(line)
-		if err := flush(); err != nil {
-			return nil, err
-		}
+		flush()
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("Dockerfile: %w", err)
 	}
-	if err := flush(); err != nil {
+	flush()
+	return out, nil
+}
+
+// copySources returns the source operands of every COPY and ADD instruction (excluding multi-stage --from
+// copies), in order. It understands flags, the JSON array form and line continuations.
+func copySources(dockerfile []byte) ([]string, error) {
+	ins, err := instructions(dockerfile)
+	if err != nil {
 		return nil, err
+	}
+	var out []string
+	for _, in := range ins {
+		if in.keyword != "COPY" && in.keyword != "ADD" {
+			continue
+		}
+		var args []string
+		fromStage := false
+		for _, f := range in.args {
+			if len(args) == 0 && strings.HasPrefix(f, "--") {
+				fromStage = fromStage || strings.HasPrefix(f, "--from=")
+				continue
+			}
+			args = append(args, f)
+		}
+		if fromStage {
+			continue
+		}
+		joined := strings.Join(args, " ")
+		if strings.HasPrefix(joined, "[") {
+			args = nil
+			if err := json.Unmarshal([]byte(joined), &args); err != nil {
+				return nil, fmt.Errorf("Dockerfile: bad JSON form %q: %w", in.line, err)
+			}
+		}
+		if len(args) < 2 {
+			return nil, fmt.Errorf("Dockerfile: %s needs a source and a destination: %q", in.keyword, in.line)
+		}
+		for _, src := range args[:len(args)-1] {
+			out = append(out, strings.TrimPrefix(path.Clean(src), "./"))
+		}
+	}
+	return out, nil
+}
+
+// baseImages returns the images FROM lines name, excluding scratch and earlier build stages.
+func baseImages(dockerfile []byte) ([]string, error) {
+	ins, err := instructions(dockerfile)
+	if err != nil {
+		return nil, err
+	}
+	stages := map[string]bool{}
+	var out []string
+	for _, in := range ins {
+		if in.keyword != "FROM" {
+			continue
+		}
+		var args []string
+		for _, f := range in.args {
+			if !strings.HasPrefix(f, "--") {
+				args = append(args, f)
+			}
+		}
+		if len(args) == 0 {
+			return nil, fmt.Errorf("Dockerfile: FROM without an image: %q", in.line)
+		}
+		img := args[0]
+		if img != "scratch" && !stages[strings.ToLower(img)] && !slices.Contains(out, img) {
+			out = append(out, img)
+		}
+		if len(args) >= 3 && strings.EqualFold(args[1], "AS") {
+			stages[strings.ToLower(args[2])] = true
+		}
 	}
 	return out, nil
 }
