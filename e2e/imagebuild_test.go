@@ -4,10 +4,12 @@ package e2e_test
 
 import (
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing/fstest"
 	"time"
 
 	"github.com/docker/docker/api/types/image"
@@ -108,6 +110,15 @@ var _ = Describe("On-demand guest image builds", Label("imagebuild"), func() {
 			Expect(ref).To(Equal(want))
 			Expect(again).To(BeEmpty())
 		}, SpecTimeout(3*time.Minute))
+
+	It("never pulls: a definition whose base image is not on the engine fails before building", func(ctx SpecContext) {
+		defs := fstest.MapFS{"based/Dockerfile": {Data: []byte("FROM aicli-no-such-base:1\nCOPY probe /probe\n")}}
+		b := &imagebuild.Builder{Docker: suite.Client, Defs: defs, ArtifactDir: probeArtifacts, Logger: suite.Logger}
+		_, err := b.Ensure(ctx, "based", nil)
+		var missing *imagebuild.BaseImageMissingError
+		Expect(errors.As(err, &missing)).To(BeTrue(), "got %v", err)
+		Expect(missing.Image).To(Equal("aicli-no-such-base:1"))
+	}, SpecTimeout(time.Minute))
 
 	It("fails clearly when an artifact is missing", func(ctx SpecContext) {
 		b := &imagebuild.Builder{Docker: suite.Client, Defs: probeBuilder.Defs, ArtifactDir: GinkgoT().TempDir()}
