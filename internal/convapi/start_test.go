@@ -181,3 +181,19 @@ func TestStartActsAsTheCaller(t *testing.T) {
 	code, body = env.Do(t, http.MethodPost, convapitest.Path("agents", "b", "coder", wire.SubStart), "", nil)
 	wantStatus(t, code, body, http.StatusForbidden)
 }
+
+func TestStartForAnAgentBeingDeletedIsRefused(t *testing.T) {
+	env := convapitest.Start(t)
+	body := []byte(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"leaving","finalizers":["test.aicli.dev/hold"]},"spec":{"harness":"fake"}}`)
+	if code, data := env.Do(t, http.MethodPost, convapitest.Path("agents", "default", ""), "application/json", body); code != http.StatusCreated {
+		t.Fatalf("create agent: HTTP %d: %s", code, data)
+	}
+	if code, data := env.Do(t, http.MethodDelete, convapitest.Path("agents", "default", "leaving"), "", nil); code != http.StatusOK {
+		t.Fatalf("delete agent: HTTP %d: %s", code, data)
+	}
+	code, data := env.Do(t, http.MethodPost, convapitest.Path("agents", "default", "leaving", wire.SubStart), "", nil)
+	wantStatus(t, code, data, http.StatusConflict, "being deleted")
+	if names := env.Conversations(t, "default", "leaving"); len(names) != 0 {
+		t.Errorf("a conversation was started for an agent being deleted: %v", names)
+	}
+}
