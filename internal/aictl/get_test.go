@@ -190,3 +190,23 @@ func TestGetWatchStreamsRows(t *testing.T) {
 		t.Fatalf("named watch: code %d out %q", r.code, r.out)
 	}
 }
+
+func TestGetWatchResumesWhenTheServerEndsTheStream(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	dir := t.TempDir()
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "one", "m"))), 0)
+	out, stop, wait := started(t, srv.URL, "get", "agents", "-w", "-o", "name")
+	eventually(t, "the watch is open", func() bool { return srv.Watches() == 1 })
+	srv.EndWatches()
+	// Written while no watch is open: the resumed watch must replay it from
+	// the last version seen.
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "b.yaml", fmt.Sprintf(agentYAML, "two", "m"))), 0)
+	eventually(t, "the change made between streams arrives", func() bool { return strings.Contains(out.String(), "agent.aicli.dev/two") })
+	eventually(t, "the watch is open again", func() bool { return srv.Watches() == 1 })
+	stop()
+	r := wait()
+	wantCode(t, r, 0)
+	if r.out != "agent.aicli.dev/one\nagent.aicli.dev/two\n" {
+		t.Fatalf("output %q", r.out)
+	}
+}

@@ -143,12 +143,7 @@ func NewTLS(t testing.TB, tokens map[string][]string) *Server {
 
 // Close stops the server and ends every watch.
 func (s *Server) Close() {
-	s.mu.Lock()
-	for w := range s.watchers {
-		close(w.ch)
-		delete(s.watchers, w)
-	}
-	s.mu.Unlock()
+	s.EndWatches()
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -186,6 +181,24 @@ func (s *Server) Mutate(plural, namespace, name string, fn func(obj *unstructure
 	fn(obj)
 	s.store(plural, k, obj, "STATUS")
 	return nil
+}
+
+// EndWatches ends every open watch stream cleanly, as a server does when it
+// recycles long-lived requests; clients are expected to resume.
+func (s *Server) EndWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		close(w.ch)
+		delete(s.watchers, w)
+	}
+}
+
+// Watches returns how many watch streams are open.
+func (s *Server) Watches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watchers)
 }
 
 // Compact makes every resourceVersion below the current one too old to watch from.
