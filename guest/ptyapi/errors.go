@@ -22,6 +22,7 @@ const (
 	CodeExited          ErrorCode = "exited"
 	CodeUnknownHarness  ErrorCode = "unknown_harness"
 	CodeInvalidArgument ErrorCode = "invalid_argument"
+	CodeSlowSubscriber  ErrorCode = "slow_subscriber"
 	CodeInternal        ErrorCode = "internal"
 )
 
@@ -40,6 +41,9 @@ var (
 	ErrUnknownHarness = &CodedError{Code: CodeUnknownHarness, Message: "unknown harness"}
 	// ErrInvalidArgument: a request field is out of range or malformed.
 	ErrInvalidArgument = &CodedError{Code: CodeInvalidArgument, Message: "invalid argument"}
+	// ErrSlowSubscriber ends a Subscribe stream whose reader fell too far
+	// behind; the PTY never waits for a reader.
+	ErrSlowSubscriber = &CodedError{Code: CodeSlowSubscriber, Message: "subscriber too slow, stream cut off"}
 	// ErrInternal: anything else that went wrong inside the implementation.
 	ErrInternal = &CodedError{Code: CodeInternal, Message: "internal error"}
 )
@@ -75,7 +79,7 @@ func CodeOf(err error) ErrorCode {
 // ErrorForCode returns the sentinel for code, or ErrInternal for an unknown code.
 func ErrorForCode(code ErrorCode) error {
 	for _, e := range []*CodedError{ErrMessageTooLarge, ErrNotStarted, ErrAlreadyStarted, ErrExited,
-		ErrUnknownHarness, ErrInvalidArgument} {
+		ErrUnknownHarness, ErrInvalidArgument, ErrSlowSubscriber} {
 		if e.Code == code {
 			return e
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -128,7 +129,9 @@ func (c *Client) Stop(ctx context.Context) error {
 }
 
 // Subscribe implements ptyapi.PTY: the returned reader is the streaming
-// response body; it ends when the guest's stream ends, ctx ends, or it is closed.
+// response body; it ends with io.EOF when the guest's stream ends cleanly,
+// with the contract error (e.g. ptyapi.ErrSlowSubscriber) when the guest cut
+// it, and with ctx's error when ctx ends.
 func (c *Client) Subscribe(ctx context.Context) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+server.PathStream, nil)
 	if err != nil {
@@ -143,5 +146,23 @@ func (c *Client) Subscribe(ctx context.Context) (io.ReadCloser, error) {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 		return nil, fmt.Errorf("guest %s: %w", server.PathStream, server.ErrorFromBody(resp.StatusCode, data))
 	}
-	return resp.Body, nil
+	return &streamBody{resp: resp}, nil
 }
+
+// streamBody turns the stream's error trailer into a contract error at EOF.
+type streamBody struct {
+	resp *http.Response
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.resp.Body.Read(p)
+	if errors.Is(err, io.EOF) {
+		if code := b.resp.Trailer.Get(server.TrailerStreamError); code != "" {
+			return n, fmt.Errorf("guest %s: %w", server.PathStream, &ptyapi.CodedError{
+				Code: ptyapi.ErrorCode(code), Message: ptyapi.ErrorForCode(ptyapi.ErrorCode(code)).Error()})
+		}
+	}
+	return n, err
+}
+
+func (b *streamBody) Close() error { return b.resp.Body.Close() }

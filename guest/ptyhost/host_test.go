@@ -390,7 +390,7 @@ func TestSlowSubscriberIsCutOffWithoutStallingTheCLI(t *testing.T) {
 	for rerr == nil {
 		_, rerr = slow.Read(make([]byte, 512))
 	}
-	if !errors.Is(rerr, ErrSlowSubscriber) {
+	if !errors.Is(rerr, ptyapi.ErrSlowSubscriber) {
 		t.Fatalf("slow subscriber ended with %v", rerr)
 	}
 }

@@ -16,10 +16,6 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
-// ErrSlowSubscriber ends a Subscribe reader that fell more than
-// Options.SubscriberBuffer bytes behind; the PTY reader never waits for it.
-var ErrSlowSubscriber = errors.New("ptyhost: subscriber too slow, stream cut off")
-
 // emuChunk is PTY output queued for the emulator with its arrival number.
 type emuChunk struct {
 	data []byte
@@ -316,7 +312,8 @@ func (h *Host) Quota(ctx context.Context) (ptyapi.Quota, error) {
 }
 
 // Subscribe implements ptyapi.PTY. The reader ends with io.EOF when the CLI's
-// output ends or ctx is done, and with ErrSlowSubscriber when it falls behind.
+// output ends or ctx is done, and with ptyapi.ErrSlowSubscriber when it falls
+// more than Options.SubscriberBuffer bytes behind.
 func (h *Host) Subscribe(ctx context.Context) (io.ReadCloser, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -383,7 +380,7 @@ func (s *subscriber) offer(chunk []byte) bool {
 	}
 	if s.queued+len(chunk) > s.limit {
 		s.mu.Unlock()
-		s.end(ErrSlowSubscriber)
+		s.end(ptyapi.ErrSlowSubscriber)
 		return false
 	}
 	select {
@@ -393,7 +390,7 @@ func (s *subscriber) offer(chunk []byte) bool {
 		return true
 	default:
 		s.mu.Unlock()
-		s.end(ErrSlowSubscriber)
+		s.end(ptyapi.ErrSlowSubscriber)
 		return false
 	}
 }

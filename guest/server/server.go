@@ -27,6 +27,10 @@ const (
 	PathHealth      = "/v1/healthz"      // GET → 200
 )
 
+// TrailerStreamError is the HTTP trailer that ends a stream cut short by an
+// error; its value is the ErrorCode (e.g. slow_subscriber). Absent on a clean end.
+const TrailerStreamError = "Aicli-Stream-Error"
+
 // maxBodyBytes bounds request bodies: a maximal message JSON-escaped at worst
 // six bytes per input byte, plus room for the envelope.
 const maxBodyBytes = 6*ptyapi.MaxMessageBytes + 64<<10
@@ -230,6 +234,7 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 	rctl := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Trailer", TrailerStreamError)
 	w.WriteHeader(http.StatusOK)
 	if err := rctl.Flush(); err != nil {
 		return
@@ -247,8 +252,8 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {
-				// The byte count is all a client can see of the cut; log why.
-				s.log.Info("pty stream ended", "err", rerr)
+				s.log.Info("pty stream cut", "err", rerr)
+				w.Header().Set(TrailerStreamError, string(ptyapi.CodeOf(rerr)))
 			}
 			return
 		}
