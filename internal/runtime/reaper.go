@@ -24,6 +24,11 @@ type Reaper struct {
 	IsKnown func(ContainerState) bool
 	// Interval is the period of Run; zero means DefaultReapInterval.
 	Interval time.Duration
+	// MinAge spares containers created less than MinAge ago whatever IsKnown says: it closes the window between
+	// an owner's Create and the moment it records the container. Zero spares nothing.
+	MinAge time.Duration
+	// Now is the clock MinAge is measured with; nil means time.Now.
+	Now func() time.Time
 	// Logger receives one line per removed container; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -43,7 +48,14 @@ func (r *Reaper) SweepOnce(ctx context.Context) ([]string, error) {
 	}
 	var removed []string
 	var errs []error
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
 	for _, st := range states {
+		if r.MinAge > 0 && !st.CreatedAt.IsZero() && now().Sub(st.CreatedAt) < r.MinAge {
+			continue
+		}
 		if r.IsKnown(st) {
 			continue
 		}

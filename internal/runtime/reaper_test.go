@@ -139,3 +139,26 @@ func TestMatchLabels(t *testing.T) {
 		t.Error("NotFoundError does not match ErrNotFound")
 	}
 }
+
+func TestReaperSparesYoungContainers(t *testing.T) {
+	ctx := t.Context()
+	created := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	rt := fake.New(fake.WithClock(func() time.Time { return created }))
+	id, _ := rt.Create(ctx, runtime.ContainerSpec{Name: "young", Image: "i", Labels: map[string]string{"s": "1"}})
+	now := created.Add(10 * time.Second)
+	r := &runtime.Reaper{
+		Runtime:  rt,
+		Selector: map[string]string{"s": "1"},
+		IsKnown:  func(runtime.ContainerState) bool { return false },
+		MinAge:   30 * time.Second,
+		Now:      func() time.Time { return now },
+		Logger:   slog.New(slog.DiscardHandler),
+	}
+	if removed, err := r.SweepOnce(ctx); err != nil || len(removed) != 0 {
+		t.Fatalf("young container reaped: %v %v", removed, err)
+	}
+	now = created.Add(31 * time.Second)
+	if removed, err := r.SweepOnce(ctx); err != nil || len(removed) != 1 || removed[0] != id {
+		t.Fatalf("old enough container not reaped: %v %v", removed, err)
+	}
+}
