@@ -132,6 +132,9 @@ var errTimeout = errors.New("timed out waiting")
 // version too old to resume from (410) restarts from a fresh read.
 func waitFor(ctx context.Context, cl *client.Client, t target, ns string, c condition) error {
 	timedOut := func() error {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return fmt.Errorf("interrupted while waiting for %s on %s/%s", c, t.res.Plural, t.name)
+		}
 		return fmt.Errorf("%w for %s on %s/%s", errTimeout, c, t.res.Plural, t.name)
 	}
 	for {
