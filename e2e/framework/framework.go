@@ -131,10 +131,9 @@ func (s *Suite) SweepStale(ctx context.Context) ([]string, error) {
 	r := &runtime.Reaper{
 		Runtime:  s.Runtime,
 		Selector: map[string]string{LabelTest: "1"},
-		IsKnown: func(st runtime.ContainerState) bool {
-			return st.CreatedAt.IsZero() || time.Since(st.CreatedAt) < StaleAfter
-		},
-		Logger: s.Logger,
+		IsKnown:  func(runtime.ContainerState) bool { return false },
+		MinAge:   StaleAfter,
+		Logger:   s.Logger,
 	}
 	return r.SweepOnce(ctx)
 }
