@@ -18,8 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/types"
 
 	"aicli.dev/aicli/controllers"
+	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apiserver"
@@ -138,7 +140,23 @@ func Run(ctx context.Context, cfg Config) error {
 	defer gw.Close()
 	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log}
 	attribution := &transcript.Attribution{}
-	sessions := &controllers.Sessions{}
+	transcripts := &transcript.StoreLog{Store: st}
+	pump := &transcript.Pump{Log: transcripts, Attribution: attribution, Logger: log}
+	sessions := &controllers.Sessions{OnConnect: func(ctx context.Context, _ types.NamespacedName, uid string, pty ptyapi.PTY) {
+		follower, ok := pty.(ptyapi.TranscriptFollower)
+		if !ok {
+			return
+		}
+		// Follow for as long as the guest connection lives; a cut stream is
+		// resumed (already committed lines are recognised by native id).
+		for ctx.Err() == nil {
+			_ = pump.Run(ctx, uid, follower)
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}}
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
@@ -150,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, Logger: log}
 	go func() { _ = reaper.Run(ctrlCtx) }()
 
-	convapi.New(convapi.Options{Store: st, Sessions: sessions, Attribution: attribution, Logger: log}).Register(api)
+	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Logger: log}).Register(api)
 
 	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
 	if err != nil {
