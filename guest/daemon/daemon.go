@@ -107,8 +107,8 @@ func (d *Daemon) RunTransparent(ctx context.Context) int {
 
 // RunSupervised serves the AiCliPty contract over the side channel; the
 // supervisor starts the CLI. It returns the CLI's exit code once the CLI has
-// exited (after ExitLinger), 0 when ctx ends, and 1 when the supervisor
-// refuses the guest.
+// exited by itself (0 when the supervisor stopped it), after ExitLinger; 0
+// when ctx ends; and 1 when the supervisor refuses the guest.
 func (d *Daemon) RunSupervised(ctx context.Context, boot sidechannel.Bootstrap) int {
 	h, err := d.newHost(false)
 	if err != nil {
@@ -137,6 +137,9 @@ func (d *Daemon) RunSupervised(ctx context.Context, boot sidechannel.Bootstrap) 
 		return 1
 	case <-h.Done():
 		code, _ := h.ExitCode()
+		if h.StopRequested() {
+			code = 0 // the supervisor stopped it: not a failure
+		}
 		d.Log.Info("cli exited; lingering for the supervisor", "exitCode", code, "linger", d.Config.ExitLinger)
 		select {
 		case <-time.After(d.Config.ExitLinger):

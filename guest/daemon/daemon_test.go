@@ -199,7 +199,19 @@ func (s *memTokens) TakeKV(_ context.Context, bucket, key string) ([]byte, error
 	return v, nil
 }
 
-func TestSupervisedModeOverTheSideChannel(t *testing.T) {
+// supervised is one guest process dialled in to an in-process gateway.
+type supervised struct {
+	client       *ptyclient.Client
+	launch       *gateway.Launch
+	cmd          *exec.Cmd
+	stdout, logs *syncBuf
+	exited       chan error
+}
+
+// startSupervised prepares a conversation on a real gateway, runs the guest
+// binary with the bootstrap environment and waits for its handshake.
+func startSupervised(ctx context.Context, t *testing.T, conv string) *supervised {
+	t.Helper()
 	dataDir, err := os.MkdirTemp("", "gw-")
 	if err != nil {
 		t.Fatal(err)
@@ -210,9 +222,7 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	launch, err := gw.Prepare(ctx, "conv-guest-test")
+	launch, err := gw.Prepare(ctx, conv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,27 +234,52 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 		}
 		extra = append(extra, k+"="+v)
 	}
-	cmd := exec.Command(guestBin)
-	cmd.Env = guestEnv(d, extra...)
-	var stdout, logs syncBuf
-	cmd.Stdout, cmd.Stderr = &stdout, &logs
-	if err := cmd.Start(); err != nil {
+	s := &supervised{launch: launch, stdout: &syncBuf{}, logs: &syncBuf{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(guestBin)
+	s.cmd.Env = guestEnv(d, append(extra, daemon.EnvLinger+"=500ms")...)
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.logs
+	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { s.exited <- s.cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = s.cmd.Process.Kill()
 		if t.Failed() {
-			t.Logf("guest logs:\n%s", logs.String())
+			t.Logf("guest logs:\n%s", s.logs.String())
 		}
 	})
-
-	gc, err := gw.WaitGuest(ctx, "conv-guest-test")
+	gc, err := gw.WaitGuest(ctx, conv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ptyclient.New(gc.HTTPClient(), "http://guest")
+	s.client = ptyclient.New(gc.HTTPClient(), "http://guest")
+	return s
+}
+
+// waitExit returns the guest's exit code.
+func (s *supervised) waitExit(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-s.exited:
+		var ee *exec.ExitError
+		if err == nil {
+			return 0
+		}
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		t.Fatal(err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("guest did not exit")
+	}
+	return -1
+}
+
+func TestSupervisedModeOverTheSideChannel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sv := startSupervised(ctx, t, "conv-guest-test")
+	c, launch, cmd, stdout, logs := sv.client, sv.launch, sv.cmd, sv.stdout, sv.logs
 	st, err := c.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -308,14 +343,34 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 		st, err := c.Status(ctx)
 		return err == nil && st.Status == ptyapi.StatusExited && st.ExitCode != nil && *st.ExitCode == 3
 	})
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-			t.Fatalf("guest exit %v, want 3", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("guest did not exit after the CLI crashed")
+	if code := sv.waitExit(t); code != 3 {
+		t.Fatalf("guest exit %d, want the CLI's 3", code)
+	}
+}
+
+func TestSupervisorStopEndsTheGuestWithZero(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sv := startSupervised(ctx, t, "conv-stop-test")
+	if _, err := sv.client.Start(ctx, ptyapi.StartRequest{}); err != nil { // the image's default harness
+		t.Fatal(err)
+	}
+	waitFor(t, "idle", func() bool {
+		st, err := sv.client.Status(ctx)
+		return err == nil && st.Status == ptyapi.StatusIdle
+	})
+	if err := sv.client.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sv.client.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Alive || st.ExitCode == nil || *st.ExitCode != 128+int(syscall.SIGTERM) {
+		t.Fatalf("after stop: %+v", st)
+	}
+	if code := sv.waitExit(t); code != 0 {
+		t.Fatalf("guest exit %d after a requested stop, want 0", code)
 	}
 }
 

@@ -105,6 +105,7 @@ type Host struct {
 	sessionID   string
 	pid         int
 	exitCode    *int
+	stopAsked   bool // Stop was called: the exit was requested, not a crash
 	status      ptyapi.ExecutionStatus
 	since       time.Time
 	known       bool // a cue was ever recognised
@@ -532,6 +533,14 @@ func (h *Host) ExitCode() (int, bool) {
 	return *h.exitCode, true
 }
 
+// StopRequested reports whether Stop was called while the CLI ran, i.e. its
+// exit was asked for rather than a crash.
+func (h *Host) StopRequested() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopAsked
+}
+
 // PID returns the CLI's process id (0 before Start).
 func (h *Host) PID() int {
 	h.mu.Lock()
@@ -544,6 +553,9 @@ func (h *Host) PID() int {
 func (h *Host) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	st, pid := h.state, h.pid
+	if st == stateRunning {
+		h.stopAsked = true
+	}
 	h.mu.Unlock()
 	if st != stateRunning {
 		return nil
