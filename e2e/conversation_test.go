@@ -125,7 +125,7 @@ func restartDockerd(ctx context.Context) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	Expect(err).NotTo(HaveOccurred())
 	Expect(syscall.Kill(pid, syscall.SIGTERM)).To(Succeed())
-	Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).
+	Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).
 		ShouldNot(Succeed(), "dockerd did not exit")
 	cmd := exec.CommandContext(ctx, filepath.Join(suite.Root, "hack", "ensure-docker.sh"))
 	out, err := cmd.CombinedOutput()

@@ -24,31 +24,22 @@ import (
 	"aicli.dev/aicli/internal/transcript"
 )
 
-// supervisorBins is a directory holding the supervisor next to the guest
-// binaries its image definitions copy, built once per suite.
-var supervisorBins string
-
-func buildSupervisorBins(ctx context.Context) string {
+// supervisorBins returns the suite's guest-artifact directory with the
+// supervisor built next to the guest binaries its image definitions copy (the
+// supervisor's default artifact dir is its own directory). Suite.Close
+// removes the directory.
+func supervisorBins(ctx context.Context) string {
 	GinkgoHelper()
-	if supervisorBins != "" {
-		return supervisorBins
-	}
-	dir, err := os.MkdirTemp("", "aicli-e2e-bin-")
+	dir, err := suite.GuestArtifacts(ctx)
 	Expect(err).NotTo(HaveOccurred())
+	if _, err := os.Stat(filepath.Join(dir, "aicli-supervisor")); err == nil {
+		return dir
+	}
 	Expect(framework.BuildBinaries(ctx, suite.Root, dir, map[string]string{
 		"aicli-supervisor": "./cmd/aicli-supervisor",
-		"aicli-guest":      "./cmd/aicli-guest",
-		"aicli-fake-cli":   "./cmd/aicli-fake-cli",
 	})).To(Succeed())
-	supervisorBins = dir
 	return dir
 }
-
-var _ = AfterSuite(func() {
-	if supervisorBins != "" {
-		_ = os.RemoveAll(supervisorBins)
-	}
-})
 
 // supervisorProc is a real aicli-supervisor process on its own data dir.
 type supervisorProc struct {
@@ -62,7 +53,7 @@ type supervisorProc struct {
 // startSupervisor runs the supervisor binary on dataDir and waits until it serves.
 func startSupervisor(ctx context.Context, dataDir string) *supervisorProc {
 	GinkgoHelper()
-	bins := buildSupervisorBins(ctx)
+	bins := supervisorBins(ctx)
 	logFile, err := os.OpenFile(filepath.Join(dataDir, "supervisor.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	Expect(err).NotTo(HaveOccurred())
 	cmd := exec.Command(filepath.Join(bins, "aicli-supervisor"), "--data-dir", dataDir, "--log-format", "text")
@@ -207,7 +198,7 @@ func (p *supervisorProc) waitReply(ctx context.Context, conv, text string) trans
 			}
 		}
 		return false
-	}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(BeTrue(), "no agent reply containing %q", text)
+	}).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(), "no agent reply containing %q", text)
 	return found
 }
 

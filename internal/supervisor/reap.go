@@ -21,9 +21,6 @@ const reapGrace = 2 * time.Minute
 // else labeled with this supervisor's id is an orphan.
 func knownContainer(st *store.Store) func(runtime.ContainerState) bool {
 	return func(c runtime.ContainerState) bool {
-		if time.Since(c.CreatedAt) < reapGrace && c.Running {
-			return true
-		}
 		ns, name := c.Labels[runtime.LabelNamespace], c.Labels[runtime.LabelConversation]
 		obj, err := st.Get(context.Background(), "conversations", ns, name)
 		if err != nil {

@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
-		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, Logger: log}
+		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, MinAge: reapGrace, Logger: log}
 	go func() { _ = reaper.Run(ctrlCtx) }()
 
 	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Logger: log}).Register(api)
