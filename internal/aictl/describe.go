@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
+	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/client"
 )
@@ -208,26 +209,36 @@ func summarizeChange(typ string, prev, cur *unstructured.Unstructured) string {
 	case prev == nil || cur == nil:
 		return ""
 	}
+	// Conditions first (Ready leading), then field changes, each sorted.
 	changes := conditionChanges(prev, cur)
+	sort.Slice(changes, func(i, j int) bool {
+		ri, rj := strings.HasPrefix(changes[i], v1alpha1.ConditionReady+"="), strings.HasPrefix(changes[j], v1alpha1.ConditionReady+"=")
+		if ri != rj {
+			return ri
+		}
+		return changes[i] < changes[j]
+	})
+	var fields []string
 	before, after := map[string]string{}, map[string]string{}
 	flattenFields("", prev.Object, before)
 	flattenFields("", cur.Object, after)
 	for k, v := range after {
 		if old, ok := before[k]; !ok {
-			changes = append(changes, fmt.Sprintf("%s: %s", k, v))
+			fields = append(fields, fmt.Sprintf("%s: %s", k, v))
 		} else if old != v {
-			changes = append(changes, fmt.Sprintf("%s: %s → %s", k, old, v))
+			fields = append(fields, fmt.Sprintf("%s: %s → %s", k, old, v))
 		}
 	}
 	for k := range before {
 		if _, ok := after[k]; !ok {
-			changes = append(changes, k+" removed")
+			fields = append(fields, k+" removed")
 		}
 	}
+	sort.Strings(fields)
+	changes = append(changes, fields...)
 	if len(changes) == 0 {
 		return "no field changes"
 	}
-	sort.Strings(changes)
 	if len(changes) > maxChanges {
 		return strings.Join(changes[:maxChanges], "; ") + fmt.Sprintf("; +%d more", len(changes)-maxChanges)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,15 +27,18 @@ type getOptions struct {
 func newGetCommand(g *globalOptions) *cobra.Command {
 	o := &getOptions{}
 	cmd := &cobra.Command{
-		Use:   "get KIND [NAME...] | KIND/NAME...",
+		Use:   "get KIND[,KIND...] [NAME...] | KIND/NAME...",
 		Short: "List resources as a table or print them as yaml, json or names",
 		Example: "  aictl get agents\n  aictl get agents -A -o wide\n  aictl get agent coder -o yaml\n" +
-			"  aictl get conversations -l team=a -w",
+			"  aictl get conversations -l team=a -w\n  aictl get agents,conversations,grants",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
+			}
+			if len(args) == 1 && strings.Contains(args[0], ",") && !strings.Contains(args[0], "/") {
+				return o.runKinds(cmd.Context(), g, cl, strings.Split(args[0], ","))
 			}
 			res, targets, err := parseTargets(args, cl.Registry())
 			if err != nil {
@@ -54,6 +58,56 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. team=a,tier!=db")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, stream changes")
 	return cmd
+}
+
+// runKinds lists several kinds, one table (or name list) after another.
+func (o *getOptions) runKinds(ctx context.Context, g *globalOptions, cl *client.Client, kinds []string) error {
+	if o.watch || o.output == "json" || o.output == "yaml" {
+		return errors.New("several kinds at once print as tables or names only, without -w")
+	}
+	var resources []*apischema.Resource
+	for _, k := range kinds {
+		res, err := lookup(k, cl.Registry())
+		if err != nil {
+			return err
+		}
+		resources = append(resources, res)
+	}
+	sep := &separated{w: g.streams.Out, blank: o.output != "name"}
+	sub := *g
+	sub.streams.Out = sep
+	for _, res := range resources {
+		if err := o.run(ctx, &sub, cl, res, nil); err != nil {
+			return err
+		}
+		sep.next()
+	}
+	return nil
+}
+
+// separated puts a blank line between the outputs of consecutive kinds
+// that printed something.
+type separated struct {
+	w       io.Writer
+	blank   bool
+	wrote   bool // something was written since the last separator
+	pending bool // a separator is owed before the next write
+}
+
+func (s *separated) Write(p []byte) (int, error) {
+	if s.pending && s.blank {
+		if _, err := io.WriteString(s.w, "\n"); err != nil {
+			return 0, err
+		}
+	}
+	s.pending, s.wrote = false, true
+	return s.w.Write(p)
+}
+
+func (s *separated) next() {
+	if s.wrote {
+		s.pending, s.wrote = true, false
+	}
 }
 
 func (o *getOptions) run(ctx context.Context, g *globalOptions, cl *client.Client, res *apischema.Resource, targets []target) error {

@@ -210,3 +210,24 @@ func TestGetWatchResumesWhenTheServerEndsTheStream(t *testing.T) {
 		t.Fatalf("output %q", r.out)
 	}
 }
+
+func TestGetSeveralKinds(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", "../../config/samples"), 0)
+	r := aictl(t, srv.URL, "get", "agents,conv,grants")
+	wantCode(t, r, 0)
+	parts := strings.Split(r.out, "\n\n")
+	if len(parts) != 3 || !strings.HasPrefix(parts[0], "NAME ") || !strings.Contains(parts[0], "HARNESS") ||
+		!strings.Contains(parts[1], "echo-1") || !strings.Contains(parts[2], "coder-tools") {
+		t.Fatalf("several kinds:\n%s", r.out)
+	}
+	r = aictl(t, srv.URL, "get", "ma,conversations", "-o", "name")
+	wantCode(t, r, 0)
+	if r.out != "monitorattachment.aicli.dev/reviewer-watches-coder\nconversation.aicli.dev/echo-1\n" {
+		t.Fatalf("several kinds -o name: %q", r.out)
+	}
+	r = aictl(t, srv.URL, "get", "agents,widgets")
+	wantCode(t, r, 1)
+	r = aictl(t, srv.URL, "get", "agents,grants", "-o", "yaml")
+	wantCode(t, r, 1)
+}
