@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,5 +98,59 @@ func TestTakeKVSingleUseUnderConcurrency(t *testing.T) {
 		if wins.Load() != 1 || notFound.Load() != 99 {
 			t.Fatalf("round %d: wins=%d notFound=%d", round, wins.Load(), notFound.Load())
 		}
+	}
+}
+
+func TestScanKVAndLastKV(t *testing.T) {
+	s := storetest.Open(t, store.Options{})
+	ctx := ctxT(t)
+	for _, k := range []string{"c1/0003", "c1/0001", "c1/0002", "c10/0001", "c2/0001"} {
+		if err := s.PutKV(ctx, "log", k, []byte("v:"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutKV(ctx, "other", "c1/0009", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(kvs []store.KV) string {
+		var out []string
+		for _, kv := range kvs {
+			if string(kv.Value) != "v:"+kv.Key {
+				t.Fatalf("value of %s = %q", kv.Key, kv.Value)
+			}
+			out = append(out, kv.Key)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		name, prefix, from string
+		limit              int
+		want               string
+	}{
+		{"prefix", "c1/", "", 0, "c1/0001,c1/0002,c1/0003"},
+		{"from", "c1/", "c1/0002", 0, "c1/0002,c1/0003"},
+		{"limit", "c1/", "", 2, "c1/0001,c1/0002"},
+		{"from past prefix", "c1/", "c2", 0, ""},
+		{"whole bucket", "", "", 0, "c1/0001,c1/0002,c1/0003,c10/0001,c2/0001"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kvs, err := s.ScanKV(ctx, "log", c.prefix, c.from, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := keys(kvs); got != c.want {
+				t.Fatalf("got %q want %q", got, c.want)
+			}
+		})
+	}
+	last, ok, err := s.LastKV(ctx, "log", "c1/")
+	if err != nil || !ok || last.Key != "c1/0003" {
+		t.Fatalf("last: %v %v %v", last, ok, err)
+	}
+	if _, ok, err := s.LastKV(ctx, "log", "c3/"); err != nil || ok {
+		t.Fatalf("last of empty prefix: %v %v", ok, err)
+	}
+	if _, err := s.ScanKV(ctx, "a/b", "", "", 0); !apierrors.IsBadRequest(err) {
+		t.Fatalf("bad bucket: %v", err)
 	}
 }

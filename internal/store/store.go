@@ -115,8 +115,13 @@ type Store struct {
 	// until their WAL sync is done, then are published strictly in order.
 	pubMu         sync.Mutex
 	pending       []*group
-	syncedThrough uint64 // highest group index known to be synced
-	nextGroup     uint64
+	syncedThrough uint64        // highest group index known to be synced
+	published     uint64        // highest group index published (acknowledged)
+	pubNotify     chan struct{} // closed on the next publication, if waited on
+	// appliedGroups is the index of the last group handed to pebble; stored
+	// before the apply, so a reader that loads it after opening an iterator
+	// covers everything that iterator can see.
+	appliedGroups atomic.Uint64
 	awaitWG       sync.WaitGroup
 	closing       chan struct{} // closed by Close: no new mutations
 	stopped       chan struct{} // closed when every accepted mutation is acknowledged

@@ -49,6 +49,7 @@ type writerState struct {
 	objs        map[objKey]*entry
 	seq         uint64
 	compactFrom uint64
+	groups      uint64 // groups formed so far (group.idx)
 	// objBuf and recBuf are reused encode buffers.
 	objBuf, recBuf []byte
 }
@@ -139,6 +140,9 @@ func (s *Store) writeLoop() {
 				break drain
 			}
 		}
+		s.w.groups++
+		g.idx = s.w.groups
+		s.appliedGroups.Store(g.idx)
 		s.applyGroup(g)
 		s.enqueue(g)
 	}
@@ -149,8 +153,6 @@ func (s *Store) writeLoop() {
 // published as soon as everything before it is.
 func (s *Store) enqueue(g *group) {
 	s.pubMu.Lock()
-	s.nextGroup++
-	g.idx = s.nextGroup
 	s.pending = append(s.pending, g)
 	if g.batch == nil {
 		s.publishReady()
@@ -184,6 +186,7 @@ func (s *Store) awaitSync(g *group) {
 				}
 				close(m.done)
 			}
+			s.markPublished(h.idx)
 		}
 		return
 	}
@@ -411,5 +414,43 @@ func (s *Store) publish(g *group) {
 	}
 	for _, m := range g.muts {
 		close(m.done)
+	}
+	s.markPublished(g.idx)
+}
+
+// markPublished records that group idx is acknowledged and wakes durable
+// readers. Called with pubMu held.
+func (s *Store) markPublished(idx uint64) {
+	s.published = idx
+	if s.pubNotify != nil {
+		close(s.pubNotify)
+		s.pubNotify = nil
+	}
+}
+
+// waitDurable waits until every group up to target is acknowledged (synced),
+// so a direct pebble read that began before target was loaded returned only
+// durable data.
+func (s *Store) waitDurable(ctx context.Context, target uint64) error {
+	for {
+		s.pubMu.Lock()
+		if s.published >= target {
+			s.pubMu.Unlock()
+			return nil
+		}
+		if p := s.failed.Load(); p != nil {
+			s.pubMu.Unlock()
+			return *p
+		}
+		if s.pubNotify == nil {
+			s.pubNotify = make(chan struct{})
+		}
+		ch := s.pubNotify
+		s.pubMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("store: waiting for durability: %w", ctx.Err())
+		}
 	}
 }
