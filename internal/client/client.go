@@ -86,13 +86,24 @@ func New(cfg Config) (*Client, error) {
 		tr.TLSClientConfig = tlsCfg
 		c.base = "https://" + u.Host
 	case "http":
-		// Plain HTTP is only for loopback test servers; tokens are never sent over it.
+		// Plain HTTP only reaches loopback test servers; tokens are never sent over it.
+		if !isLoopback(u.Hostname()) {
+			return nil, fmt.Errorf("server %q: plain http is only allowed to a loopback address; use https://", cfg.Server)
+		}
 		c.base = "http://" + u.Host
 	default:
 		return nil, fmt.Errorf("server %q: scheme must be unix:// or https://", cfg.Server)
 	}
 	c.http = &http.Client{Transport: tr}
 	return c, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func tlsConfig(cfg Config) (*tls.Config, error) {

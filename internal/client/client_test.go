@@ -180,9 +180,14 @@ func TestConnectionError(t *testing.T) {
 }
 
 func TestNewRejectsBadServers(t *testing.T) {
-	for _, s := range []string{"ftp://x", "unix://", "::"} {
+	for _, s := range []string{"ftp://x", "unix://", "::", "http://10.0.0.1:80", "http://example.com"} {
 		if _, err := client.New(client.Config{Server: s}); err == nil {
 			t.Errorf("New(%q): want error", s)
+		}
+	}
+	for _, s := range []string{"http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:1", "https://example.com:7443"} {
+		if _, err := client.New(client.Config{Server: s}); err != nil {
+			t.Errorf("New(%q): %v", s, err)
 		}
 	}
 	if _, err := client.New(client.Config{Server: "https://127.0.0.1:1", CAFile: t.TempDir() + "/missing.pem"}); err == nil {
