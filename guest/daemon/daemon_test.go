@@ -311,6 +311,19 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 	waitFor(t, "reply in the byte stream over the side channel", func() bool {
 		return strings.Contains(streamed.String(), "fake[turn 1]: through the side channel")
 	})
+	// The native transcript follows over the side channel too.
+	errSeen := errors.New("seen")
+	var got []ptyapi.TranscriptEntry
+	ferr := c.FollowTranscript(ctx, func(e ptyapi.TranscriptEntry) error {
+		got = append(got, e)
+		if e.Role == ptyapi.RoleAssistant {
+			return errSeen
+		}
+		return nil
+	})
+	if !errors.Is(ferr, errSeen) || len(got) != 2 || got[0].Text != "through the side channel" {
+		t.Fatalf("transcript over the side channel: %v %+v", ferr, got)
+	}
 	// The container log (stdout) carries the CLI's verbatim output.
 	waitFor(t, "reply in the container log", func() bool {
 		return strings.Contains(stdout.String(), "fake[turn 1]: through the side channel")

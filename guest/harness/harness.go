@@ -70,15 +70,10 @@ type DeliveryPolicy struct {
 	SettleAfterSubmit time.Duration
 }
 
-// TranscriptEntry is one attributed utterance parsed from a native session store.
+// TranscriptEntry is one attributed utterance parsed from a native session
+// store: the contract's entry plus the provider ids where the store has them.
 type TranscriptEntry struct {
-	// ID is the store's own id for the line (e.g. a uuid).
-	ID string `json:"id"`
-	// Role is user, assistant, tool or system.
-	Role string `json:"role"`
-	// Text is the clean text (no terminal escapes, no JSON).
-	Text      string    `json:"text"`
-	Timestamp time.Time `json:"timestamp"`
+	ptyapi.TranscriptEntry
 	// MessageID and RequestID are the provider ids where the store has them.
 	MessageID string `json:"messageId,omitempty"`
 	RequestID string `json:"requestId,omitempty"`
@@ -121,7 +116,10 @@ type Adapter interface {
 	DiscoverSession(home, workDir string, since time.Time) (id string, ok bool, err error)
 	// SessionFile returns the native store file of one session.
 	SessionFile(home, workDir, sessionID string) (string, error)
-	// ParseTranscript reads a native session store file into attributed entries.
+	// ParseTranscript reads native session store content into attributed
+	// entries. The guest follows a growing line-based store by feeding it one
+	// complete line at a time, so it must accept a single line on its own
+	// (every JSONL CLI's store allows that).
 	ParseTranscript(r io.Reader) ([]TranscriptEntry, error)
 }
 

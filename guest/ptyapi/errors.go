@@ -23,6 +23,7 @@ const (
 	CodeUnknownHarness  ErrorCode = "unknown_harness"
 	CodeInvalidArgument ErrorCode = "invalid_argument"
 	CodeSlowSubscriber  ErrorCode = "slow_subscriber"
+	CodeUnsupported     ErrorCode = "unsupported"
 	CodeInternal        ErrorCode = "internal"
 )
 
@@ -44,6 +45,9 @@ var (
 	// ErrSlowSubscriber ends a Subscribe stream whose reader fell too far
 	// behind; the PTY never waits for a reader.
 	ErrSlowSubscriber = &CodedError{Code: CodeSlowSubscriber, Message: "subscriber too slow, stream cut off"}
+	// ErrUnsupported: the implementation does not offer this operation
+	// (e.g. FollowTranscript on a PTY that is not a TranscriptFollower).
+	ErrUnsupported = &CodedError{Code: CodeUnsupported, Message: "unsupported operation"}
 	// ErrInternal: anything else that went wrong inside the implementation.
 	ErrInternal = &CodedError{Code: CodeInternal, Message: "internal error"}
 )
@@ -79,7 +83,7 @@ func CodeOf(err error) ErrorCode {
 // ErrorForCode returns the sentinel for code, or ErrInternal for an unknown code.
 func ErrorForCode(code ErrorCode) error {
 	for _, e := range []*CodedError{ErrMessageTooLarge, ErrNotStarted, ErrAlreadyStarted, ErrExited,
-		ErrUnknownHarness, ErrInvalidArgument, ErrSlowSubscriber} {
+		ErrUnknownHarness, ErrInvalidArgument, ErrSlowSubscriber, ErrUnsupported} {
 		if e.Code == code {
 			return e
 		}

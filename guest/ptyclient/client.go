@@ -23,7 +23,10 @@ type Client struct {
 	base string
 }
 
-var _ ptyapi.PTY = (*Client)(nil)
+var (
+	_ ptyapi.PTY                = (*Client)(nil)
+	_ ptyapi.TranscriptFollower = (*Client)(nil)
+)
 
 // New returns a client for the guest at baseURL (e.g. "http://guest"; with a
 // side-channel transport the host part is ignored by the dialer).
@@ -146,19 +149,20 @@ func (c *Client) Subscribe(ctx context.Context) (io.ReadCloser, error) {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 		return nil, fmt.Errorf("guest %s: %w", server.PathStream, server.ErrorFromBody(resp.StatusCode, data))
 	}
-	return &streamBody{resp: resp}, nil
+	return &streamBody{resp: resp, path: server.PathStream}, nil
 }
 
 // streamBody turns the stream's error trailer into a contract error at EOF.
 type streamBody struct {
 	resp *http.Response
+	path string
 }
 
 func (b *streamBody) Read(p []byte) (int, error) {
 	n, err := b.resp.Body.Read(p)
 	if errors.Is(err, io.EOF) {
 		if code := b.resp.Trailer.Get(server.TrailerStreamError); code != "" {
-			return n, fmt.Errorf("guest %s: %w", server.PathStream, &ptyapi.CodedError{
+			return n, fmt.Errorf("guest %s: %w", b.path, &ptyapi.CodedError{
 				Code: ptyapi.ErrorCode(code), Message: ptyapi.ErrorForCode(ptyapi.ErrorCode(code)).Error()})
 		}
 	}
@@ -166,3 +170,44 @@ func (b *streamBody) Read(p []byte) (int, error) {
 }
 
 func (b *streamBody) Close() error { return b.resp.Body.Close() }
+
+// FollowTranscript implements ptyapi.TranscriptFollower over the guest's
+// NDJSON transcript stream. It returns fn's error, the guest's error (typed),
+// ctx's error, or nil when the guest ended the stream cleanly.
+func (c *Client) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEntry) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+server.PathTranscript, nil)
+	if err != nil {
+		return fmt.Errorf("build transcript request: %w", err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("guest %s: %w", server.PathTranscript, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		return fmt.Errorf("guest %s: %w", server.PathTranscript, server.ErrorFromBody(resp.StatusCode, data))
+	}
+	dec := json.NewDecoder(&streamBody{resp: resp, path: server.PathTranscript})
+	for {
+		var e ptyapi.TranscriptEntry
+		if err := dec.Decode(&e); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var ce *ptyapi.CodedError
+			if errors.As(err, &ce) {
+				return err // already names the path
+			}
+			return fmt.Errorf("guest %s: %w", server.PathTranscript, err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}

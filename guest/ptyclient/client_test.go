@@ -295,3 +295,54 @@ func TestCrashSurfacesAsExitedRemotely(t *testing.T) {
 		t.Fatal("remote stream did not end when the CLI exited")
 	}
 }
+
+func TestFollowTranscriptOverHTTP(t *testing.T) {
+	c, _ := remote(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	noop := func(ptyapi.TranscriptEntry) error { return nil }
+	if err := c.FollowTranscript(ctx, noop); !errors.Is(err, ptyapi.ErrNotStarted) {
+		t.Fatalf("before start: %v", err)
+	}
+	if _, err := c.Start(ctx, ptyapi.StartRequest{Harness: "fake"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "idle", statusIs(t, c, ptyapi.StatusIdle))
+	entries := make(chan ptyapi.TranscriptEntry, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.FollowTranscript(ctx, func(e ptyapi.TranscriptEntry) error {
+			entries <- e
+			return nil
+		})
+	}()
+	if err := c.SendMessage(ctx, "transcribe me"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []ptyapi.TranscriptEntry{
+		{Role: ptyapi.RoleUser, Text: "transcribe me"},
+		{Role: ptyapi.RoleAssistant, Text: "fake[turn 1]: transcribe me"},
+	} {
+		select {
+		case e := <-entries:
+			if e.Role != want.Role || e.Text != want.Text || e.ID == "" {
+				t.Fatalf("entry %+v, want %+v", e, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s entry over the wire", want.Role)
+		}
+	}
+	errStop := errors.New("stop here")
+	if err := c.FollowTranscript(ctx, func(ptyapi.TranscriptEntry) error { return errStop }); !errors.Is(err, errStop) {
+		t.Fatalf("callback error: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("follow ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("follow did not end with its context")
+	}
+}

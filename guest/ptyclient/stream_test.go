@@ -65,3 +65,13 @@ func TestStreamEndIsReportedAcrossTheWire(t *testing.T) {
 		})
 	}
 }
+
+func TestFollowTranscriptUnsupportedByThePTY(t *testing.T) {
+	srv := httptest.NewServer(server.Handler(streamPTY{end: io.EOF}))
+	defer srv.Close()
+	err := ptyclient.New(srv.Client(), srv.URL).FollowTranscript(context.Background(),
+		func(ptyapi.TranscriptEntry) error { return nil })
+	if !errors.Is(err, ptyapi.ErrUnsupported) {
+		t.Fatalf("follow on a non-follower: %v", err)
+	}
+}

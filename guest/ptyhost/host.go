@@ -103,6 +103,7 @@ type Host struct {
 	policy      harness.DeliveryPolicy
 	harnessName string
 	sessionID   string
+	workDir     string
 	pid         int
 	exitCode    *int
 	stopAsked   bool // Stop was called: the exit was requested, not a crash
@@ -246,6 +247,7 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	h.ptmx = ptmx
 	h.adapter, h.policy, h.harnessName = adapter, adapter.Delivery(), adapter.Name()
 	h.sessionID = launch.SessionID
+	h.workDir = req.WorkDir
 	h.state = stateRunning
 	h.since = time.Now()
 	h.emu = vt.NewEmulator(req.Cols, req.Rows)

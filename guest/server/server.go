@@ -24,6 +24,7 @@ const (
 	PathQuota       = "/v1/quota"        // GET → ptyapi.Quota
 	PathStream      = "/v1/stream"       // GET → application/octet-stream, raw PTY bytes until EOF
 	PathStop        = "/v1/stop"         // POST
+	PathTranscript  = "/v1/transcript"   // GET → application/x-ndjson, one ptyapi.TranscriptEntry per line
 	PathHealth      = "/v1/healthz"      // GET → 200
 )
 
@@ -82,6 +83,7 @@ func NewHandler(p ptyapi.PTY, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET "+PathQuota, s.quota)
 	mux.HandleFunc("GET "+PathStream, s.stream)
 	mux.HandleFunc("POST "+PathStop, s.stop)
+	mux.HandleFunc("GET "+PathTranscript, s.transcript)
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
 }
@@ -102,6 +104,8 @@ func HTTPStatus(code ptyapi.ErrorCode) int {
 		return http.StatusGone
 	case ptyapi.CodeUnknownHarness, ptyapi.CodeInvalidArgument:
 		return http.StatusBadRequest
+	case ptyapi.CodeUnsupported:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }
@@ -258,6 +262,51 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// transcript streams the CLI's native transcript as NDJSON, one entry per
+// line, flushed as entries arrive. Headers are sent with the first entry, so
+// an immediate failure (e.g. not_started) is still a JSON error reply; a
+// failure after that ends the stream with the TrailerStreamError trailer.
+func (s *srv) transcript(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.p.(ptyapi.TranscriptFollower)
+	if !ok {
+		s.fail(w, r, ptyapi.Errorf(ptyapi.ErrUnsupported, "this PTY does not follow transcripts"))
+		return
+	}
+	rctl := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	started := false
+	start := func() error {
+		if started {
+			return nil
+		}
+		started = true
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Trailer", TrailerStreamError)
+		w.WriteHeader(http.StatusOK)
+		return rctl.Flush()
+	}
+	err := f.FollowTranscript(r.Context(), func(e ptyapi.TranscriptEntry) error {
+		if err := start(); err != nil {
+			return err
+		}
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		return rctl.Flush()
+	})
+	if err == nil || r.Context().Err() != nil {
+		_ = start()
+		return
+	}
+	if !started {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("transcript stream cut", "err", err)
+	w.Header().Set(TrailerStreamError, string(ptyapi.CodeOf(err)))
 }
 
 // ErrorFromBody decodes an error response into a contract error usable with

@@ -218,8 +218,8 @@ func (a *Adapter) ParseTranscript(r io.Reader) ([]harness.TranscriptEntry, error
 			role = rec.Type
 		}
 		out = append(out, harness.TranscriptEntry{
-			ID: rec.UUID, Role: role, Text: rec.Text(), Timestamp: rec.Timestamp,
-			MessageID: rec.Message.ID, RequestID: rec.RequestID, Model: rec.Message.Model,
+			TranscriptEntry: ptyapi.TranscriptEntry{ID: rec.UUID, Role: role, Text: rec.Text(), Timestamp: rec.Timestamp},
+			MessageID:       rec.Message.ID, RequestID: rec.RequestID, Model: rec.Message.Model,
 		})
 	}
 	return out, nil

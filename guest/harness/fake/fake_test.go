@@ -123,8 +123,9 @@ func TestTranscriptAndDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []harness.TranscriptEntry{
-		{ID: "u1", Role: "user", Text: "hi", Timestamp: now},
-		{ID: "a1", Role: "assistant", Text: "fake[turn 1]: hi", Timestamp: now, MessageID: "msg_1", RequestID: "req_1", Model: "fake-model"},
+		{TranscriptEntry: ptyapi.TranscriptEntry{ID: "u1", Role: ptyapi.RoleUser, Text: "hi", Timestamp: now}},
+		{TranscriptEntry: ptyapi.TranscriptEntry{ID: "a1", Role: ptyapi.RoleAssistant, Text: "fake[turn 1]: hi", Timestamp: now},
+			MessageID: "msg_1", RequestID: "req_1", Model: "fake-model"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("transcript\n got %+v\nwant %+v", got, want)
