@@ -300,9 +300,10 @@ func TestFollowTranscriptOverHTTP(t *testing.T) {
 	c, _ := remote(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	noop := func(ptyapi.TranscriptEntry) error { return nil }
-	if err := c.FollowTranscript(ctx, noop); !errors.Is(err, ptyapi.ErrNotStarted) {
-		t.Fatalf("before start: %v", err)
+	early, cancelEarly := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelEarly()
+	if err := c.FollowTranscript(early, func(ptyapi.TranscriptEntry) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("follow before start should wait for the CLI: %v", err)
 	}
 	if _, err := c.Start(ctx, ptyapi.StartRequest{Harness: "fake"}); err != nil {
 		t.Fatal(err)

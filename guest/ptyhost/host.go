@@ -133,6 +133,7 @@ type Host struct {
 
 	mirror  *nbwriter.Writer
 	evalSig chan struct{}
+	started chan struct{} // closed when Start has launched the CLI
 	done    chan struct{} // closed when the CLI has exited
 	readEnd chan struct{} // closed when the PTY reader has stopped
 	stopCh  chan struct{} // closed by Close
@@ -173,7 +174,7 @@ func New(opts Options) (*Host, error) {
 	return &Host{
 		opts: opts, log: log, status: ptyapi.StatusStarting, since: time.Now(),
 		changed: make(chan struct{}), subs: map[*subscriber]struct{}{},
-		evalSig: make(chan struct{}, 1), done: make(chan struct{}), readEnd: make(chan struct{}),
+		evalSig: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}), readEnd: make(chan struct{}),
 		stopCh: make(chan struct{}), emuQ: make(chan emuChunk, emuQueueChunks), emuEnd: make(chan struct{}),
 	}, nil
 }
@@ -257,6 +258,7 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	if h.opts.Mirror != nil {
 		h.mirror = nbwriter.New(h.opts.Mirror, h.opts.MirrorBuffer)
 	}
+	close(h.started)
 	go h.answerQueries(h.emu)
 	go h.readLoop()
 	go h.emuLoop()

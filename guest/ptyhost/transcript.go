@@ -22,12 +22,14 @@ var _ ptyapi.TranscriptFollower = (*Host)(nil)
 // native session store with the harness adapter, calls fn for every entry
 // from the start of the current session, then for each new one as the CLI
 // appends it, switching files when the session id changes (discovery or a
-// resume). Only complete lines are parsed. After the CLI exits the store is
-// read one last time and the call waits for ctx. It returns ctx's error, the
-// error of fn, or a read/parse error.
+// resume). Only complete lines are parsed. A follow begun before Start waits
+// for the CLI. After the CLI exits the store is read one last time and the
+// call waits for ctx. It returns ctx's error, fn's error, or a read error.
 func (h *Host) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEntry) error) error {
-	if err := h.requireStarted(); err != nil {
-		return err
+	select {
+	case <-h.started:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	var (
 		sid     string

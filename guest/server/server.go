@@ -266,7 +266,7 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 
 // transcript streams the CLI's native transcript as NDJSON, one entry per
 // line, flushed as entries arrive. Headers are sent with the first entry, so
-// an immediate failure (e.g. not_started) is still a JSON error reply; a
+// an immediate failure (e.g. unsupported) is still a JSON error reply; a
 // failure after that ends the stream with the TrailerStreamError trailer.
 func (s *srv) transcript(w http.ResponseWriter, r *http.Request) {
 	f, ok := s.p.(ptyapi.TranscriptFollower)
