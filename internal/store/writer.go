@@ -71,16 +71,18 @@ type kvOverlay struct {
 
 // group is the unit of one pebble batch and one fsync wait.
 type group struct {
-	idx         uint64 // position in write order
-	muts        []*mutation
-	batch       *pebble.Batch // nil when the group wrote nothing
-	events      []*event
-	changes     []change
-	undo        []undoRec
-	kv          map[string]kvOverlay
-	startSeq    uint64
-	lastSeq     uint64
-	compactFrom uint64 // raised floor, 0 if unchanged
+	idx      uint64 // position in write order
+	muts     []*mutation
+	batch    *pebble.Batch // nil when the group wrote nothing
+	events   []*event
+	changes  []change
+	undo     []undoRec
+	kv       map[string]kvOverlay
+	startSeq uint64
+	lastSeq  uint64
+	// startCompactFrom is the writer's floor before the group.
+	startCompactFrom uint64
+	compactFrom      uint64 // raised floor, 0 if unchanged
 }
 
 // submit hands m to the writer and waits for its acknowledgement. A write
@@ -217,6 +219,7 @@ func (s *Store) applyGroup(g *group) {
 	}
 	b := s.db.NewBatch()
 	g.startSeq = s.w.seq
+	g.startCompactFrom = s.w.compactFrom
 	for _, m := range g.muts {
 		m.err = s.applyOne(g, b, m)
 		if m.err != nil {
@@ -262,6 +265,11 @@ func (s *Store) abortGroup(g *group, b *pebble.Batch, cause error) {
 		}
 	}
 	s.w.seq = g.startSeq
+	if g.compactFrom != 0 {
+		// The published floor stays raised: watches from the range that was
+		// about to be trimmed get 410 and re-list, which is safe.
+		s.w.compactFrom = g.startCompactFrom
+	}
 	err := fmt.Errorf("store: apply batch: %w", cause)
 	for _, m := range g.muts {
 		if m.err == nil {
