@@ -91,7 +91,7 @@ func applyOne(ctx context.Context, cl *client.Client, m manifest, dry bool) (str
 	for attempt := 0; ; attempt++ {
 		live, err := cl.Get(ctx, m.res.Plural, m.obj.GetNamespace(), m.obj.GetName())
 		if apierrors.IsNotFound(err) {
-			_, err = cl.Create(ctx, m.obj, opts)
+			_, err = cl.Create(ctx, forCreate(m.obj), opts)
 			if apierrors.IsAlreadyExists(err) && attempt < applyRetries {
 				continue // created concurrently: update it instead
 			}
@@ -123,6 +123,18 @@ func unchanged(live, updated *unstructured.Unstructured, dry bool) bool {
 		return updated.GetResourceVersion() == live.GetResourceVersion()
 	}
 	return reflect.DeepEqual(live.Object, updated.Object)
+}
+
+// forCreate drops what the server assigns (identity, versions, times and
+// status), so the output of `get -o yaml` can be applied elsewhere.
+func forCreate(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	delete(out.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "selfLink"} {
+		unstructured.RemoveNestedField(out.Object, "metadata", f)
+	}
+	return out
 }
 
 // serverOwned are the top-level fields apply never takes from the file.

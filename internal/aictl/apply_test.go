@@ -200,6 +200,29 @@ func TestApplyRetriesOnConflict(t *testing.T) {
 	}
 }
 
+func TestApplyOfGetOutputCreatesElsewhere(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "src", "m"))), 0)
+	setReady(t, srv, "agents", "default", "src", "True", 1, 1)
+	r := aictl(t, srv.URL, "get", "agent", "src", "-o", "yaml")
+	wantCode(t, r, 0)
+	// The export carries uid, resourceVersion, generation, timestamps and
+	// status: apply must create from it (a server refuses a resourceVersion
+	// on create), and diff must show it as new.
+	exported := writeFile(t, t.TempDir(), "src.yaml", strings.Replace(r.out, "namespace: default", "namespace: copy", 1))
+	r = aictl(t, srv.URL, "diff", "-f", exported)
+	wantCode(t, r, 1)
+	r = aictl(t, srv.URL, "apply", "-f", exported)
+	wantCode(t, r, 0)
+	got := srv.Object("agents", "copy", "src")
+	if got == nil || got.GetGeneration() != 1 || got.GetUID() == srv.Object("agents", "default", "src").GetUID() {
+		t.Fatalf("copy: %v", got)
+	}
+	if _, found, _ := unstructured.NestedMap(got.Object, "status"); found {
+		t.Fatal("status was created from the file")
+	}
+}
+
 func TestApplyServerDryRun(t *testing.T) {
 	srv := clienttest.NewUnix(t)
 	f := writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "dry", "m"))

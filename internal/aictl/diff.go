@@ -88,7 +88,7 @@ func diffOne(ctx context.Context, cl *client.Client, m manifest) (string, error)
 	current, err := cl.Get(ctx, m.res.Plural, m.obj.GetNamespace(), m.obj.GetName())
 	switch {
 	case apierrors.IsNotFound(err):
-		merged, err = cl.Create(ctx, m.obj, client.WriteOptions{DryRun: true})
+		merged, err = cl.Create(ctx, forCreate(m.obj), client.WriteOptions{DryRun: true})
 	case err != nil:
 		return "", err
 	default:

@@ -140,6 +140,31 @@ func TestRealGetWatch(t *testing.T) {
 	wantCode(t, wait(), 0)
 }
 
+// The output of get -o yaml applies cleanly to another namespace.
+func TestRealApplyGetOutputElsewhere(t *testing.T) {
+	srv := startReal(t).unix
+	dir := t.TempDir()
+	wantCode(t, run(t, srv, "apply", "-n", "it-from", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "copied", "m"))), 0)
+	wantCode(t, run(t, srv, "wait", "-n", "it-from", "--for=condition=Ready", "agent/copied"), 0)
+	r := run(t, srv, "get", "agent", "copied", "-n", "it-from", "-o", "yaml")
+	wantCode(t, r, 0)
+	exported := strings.Replace(r.out, "namespace: it-from", "namespace: it-to", 1)
+	r = run(t, srv, "apply", "-f", writeFile(t, dir, "exported.yaml", exported))
+	wantCode(t, r, 0)
+	if r.out != "agent.aicli.dev/copied created\n" {
+		t.Fatalf("apply of get -o yaml output: %q", r.out)
+	}
+	r = run(t, srv, "get", "agent", "copied", "-n", "it-to", "-o", "json")
+	wantCode(t, r, 0)
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON([]byte(r.out)); err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetGeneration() != 1 || obj.GetNamespace() != "it-to" {
+		t.Fatalf("copied object: generation %d namespace %s", obj.GetGeneration(), obj.GetNamespace())
+	}
+}
+
 func TestRealTLSTokens(t *testing.T) {
 	real := startReal(t)
 	ca := "--certificate-authority=" + real.caFile

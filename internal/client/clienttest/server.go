@@ -412,6 +412,10 @@ func (s *Server) create(rw http.ResponseWriter, r *http.Request, res *apischema.
 		writeErr(rw, err)
 		return
 	}
+	if obj.GetResourceVersion() != "" { // as the Kubernetes API server does
+		writeErr(rw, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created"))
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key(res.Plural, ns, obj.GetName())
