@@ -27,6 +27,7 @@ const (
 	DefaultWatchBuffer      = 1024
 	DefaultBookmarkInterval = time.Second
 	DefaultCompactRetain    = 100_000
+	DefaultWatchCache       = 4096
 )
 
 // maxGroup bounds how many mutations share one batch.
@@ -67,6 +68,10 @@ type Options struct {
 	// trimmed automatically. 0 means DefaultCompactRetain, negative disables
 	// automatic trimming.
 	CompactRetain int
+	// WatchCache is how many recent events are kept in memory to serve
+	// watches that resume from a recent resourceVersion without reading
+	// pebble; 0 means DefaultWatchCache, negative disables the cache.
+	WatchCache int
 	// MemTableSize overrides pebble's memtable size (bytes); 0 keeps 64 MiB.
 	MemTableSize uint64
 }
@@ -86,6 +91,9 @@ func (o *Options) defaults() {
 	}
 	if o.CompactRetain == 0 {
 		o.CompactRetain = DefaultCompactRetain
+	}
+	if o.WatchCache == 0 {
+		o.WatchCache = DefaultWatchCache
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = 64 << 20
@@ -137,6 +145,7 @@ type Store struct {
 	index       map[string]map[nsName]*entry // resource → objects
 	compactFrom uint64                       // first retained watch-log seq
 	watchers    map[*watcher]struct{}
+	recent      []*event      // last published events, ascending seq (watch cache)
 	rv          atomic.Uint64 // last published seq; written under mu
 	watchWG     sync.WaitGroup
 

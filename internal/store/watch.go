@@ -60,6 +60,7 @@ type watcher struct {
 	startRV  uint64
 	snapshot []*entry         // initial ADDED objects (ResourceVersion "" / "0")
 	iter     *pebble.Iterator // replay of the log (explicit ResourceVersion)
+	cached   []*event         // replay from the watch cache instead of iter
 }
 
 // Stop ends the watch; ResultChan is closed soon after.
@@ -115,7 +116,10 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 			s.mu.Unlock()
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (oldest available %d)", from, oldest))
 		}
-		if from < cur {
+		if from < cur && len(s.recent) > 0 && s.recent[0].seq <= from+1 {
+			i := sort.Search(len(s.recent), func(i int) bool { return s.recent[i].seq > from })
+			w.cached = s.recent[i:len(s.recent):len(s.recent)]
+		} else if from < cur {
 			it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(from + 1), UpperBound: eventKey(cur + 1)})
 			if err != nil {
 				s.mu.Unlock()
@@ -154,6 +158,19 @@ func (s *Store) readLogEntry(historyKey []byte) (*event, error) {
 		return nil, fmt.Errorf("store: watch log points at missing history entry %q", historyKey)
 	}
 	return decodeRecord(historyKey, rec)
+}
+
+// remember appends published events to the watch cache; called under s.mu.
+func (s *Store) remember(events []*event) {
+	limit := s.opts.WatchCache
+	if limit <= 0 || len(events) == 0 {
+		return
+	}
+	s.recent = append(s.recent, events...)
+	if len(s.recent) > 2*limit {
+		// Copy into a new array: watchers may still hold the old one.
+		s.recent = append([]*event(nil), s.recent[len(s.recent)-limit:]...)
+	}
 }
 
 // fanout offers events to watchers; called by the publisher under s.mu.
@@ -202,7 +219,15 @@ func (w *watcher) run(ctx context.Context, from uint64) {
 	}
 
 	lastSeen := w.startRV
-	if w.iter != nil {
+	if w.cached != nil {
+		cached := w.cached
+		w.cached = nil
+		for _, ev := range cached {
+			if out, ok := w.translate(ev); ok && !send(out) {
+				return
+			}
+		}
+	} else if w.iter != nil {
 		for w.iter.First(); w.iter.Valid(); w.iter.Next() {
 			ev, err := w.s.readLogEntry(w.iter.Value())
 			if err != nil {

@@ -52,7 +52,11 @@ func TestWatchFromZeroSendsSnapshotThenLive(t *testing.T) {
 }
 
 func TestWatchReplayFromResourceVersion(t *testing.T) {
-	s := storetest.Open(t, store.Options{})
+	cacheModes(t, testWatchReplayFromResourceVersion)
+}
+
+func testWatchReplayFromResourceVersion(t *testing.T, cache int) {
+	s := storetest.Open(t, store.Options{WatchCache: cache})
 	a := mustCreate(t, s, agent("ns", "a", map[string]interface{}{"v": int64(1)}))
 	from := a.GetResourceVersion()
 	a.Object["spec"] = map[string]interface{}{"v": int64(2)}
@@ -93,8 +97,10 @@ func TestWatchReplayFromResourceVersion(t *testing.T) {
 	expectQuiet(t, w, 50*time.Millisecond)
 }
 
-func TestWatchFromCompactedRVIsGone(t *testing.T) {
-	s := storetest.Open(t, store.Options{})
+func TestWatchFromCompactedRVIsGone(t *testing.T) { cacheModes(t, testWatchFromCompactedRVIsGone) }
+
+func testWatchFromCompactedRVIsGone(t *testing.T, cache int) {
+	s := storetest.Open(t, store.Options{WatchCache: cache})
 	for i := range 10 {
 		mustCreate(t, s, agent("ns", fmt.Sprintf("o%d", i), nil))
 	}
@@ -128,8 +134,10 @@ func TestWatchFromCompactedRVIsGone(t *testing.T) {
 	}
 }
 
-func TestAutomaticCompaction(t *testing.T) {
-	s := storetest.Open(t, store.Options{CompactRetain: 20})
+func TestAutomaticCompaction(t *testing.T) { cacheModes(t, testAutomaticCompaction) }
+
+func testAutomaticCompaction(t *testing.T, cache int) {
+	s := storetest.Open(t, store.Options{CompactRetain: 20, WatchCache: cache})
 	for i := range 60 {
 		mustCreate(t, s, agent("ns", fmt.Sprintf("o%d", i), nil))
 	}
@@ -193,7 +201,11 @@ func TestWatchBookmarks(t *testing.T) {
 }
 
 func TestWatchLabelSelectorTransitions(t *testing.T) {
-	s := storetest.Open(t, store.Options{})
+	cacheModes(t, testWatchLabelSelectorTransitions)
+}
+
+func testWatchLabelSelectorTransitions(t *testing.T, cache int) {
+	s := storetest.Open(t, store.Options{WatchCache: cache})
 	sel, err := labels.Parse("team=red")
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +273,11 @@ func TestWatchLabelSelectorTransitions(t *testing.T) {
 }
 
 func TestSlowWatcherGetsErrorNotBlockingWriters(t *testing.T) {
-	s := storetest.Open(t, store.Options{WatchBuffer: 8})
+	cacheModes(t, testSlowWatcherGetsErrorNotBlockingWriters)
+}
+
+func testSlowWatcherGetsErrorNotBlockingWriters(t *testing.T, cache int) {
+	s := storetest.Open(t, store.Options{WatchBuffer: 8, WatchCache: cache})
 	slow, err := s.Watch(ctxT(t), res, "", store.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +403,11 @@ func TestWatchEndsOnStopContextAndClose(t *testing.T) {
 }
 
 func TestWatchDeliversEveryEventOnceInOrderUnderConcurrency(t *testing.T) {
-	s := storetest.Open(t, store.Options{})
+	cacheModes(t, testWatchDeliversEveryEventOnceInOrderUnderConcurrency)
+}
+
+func testWatchDeliversEveryEventOnceInOrderUnderConcurrency(t *testing.T, cache int) {
+	s := storetest.Open(t, store.Options{WatchCache: cache})
 	mustCreate(t, s, agent("ns", "seed", nil))
 	fromStart, err := s.Watch(ctxT(t), res, "", store.WatchOptions{ResourceVersion: "0"})
 	if err != nil {
@@ -492,5 +512,36 @@ func TestWatchSendInitialEventsEndsWithBookmark(t *testing.T) {
 	if ev := nextNonBookmark(t, w); ev.Type != watch.Added || evName(ev) != "c" ||
 		ev.Object.(*unstructured.Unstructured).GetResourceVersion() != c.GetResourceVersion() {
 		t.Fatalf("live after initial events: %s %v", ev.Type, ev.Object)
+	}
+}
+
+// cacheModes runs a replay test once served by the in-memory watch cache
+// and once from pebble's log.
+func cacheModes(t *testing.T, f func(t *testing.T, cache int)) {
+	for _, m := range []struct {
+		name  string
+		cache int
+	}{{"cache", 0}, {"pebble", -1}} {
+		t.Run(m.name, func(t *testing.T) { f(t, m.cache) })
+	}
+}
+
+func TestWatchReplayBeyondCacheFallsBackToLog(t *testing.T) {
+	s := storetest.Open(t, store.Options{WatchCache: 4})
+	for i := range 20 {
+		mustCreate(t, s, agent("ns", fmt.Sprintf("o%02d", i), nil))
+	}
+	for _, from := range []int{2, 17} { // log, cache
+		w, err := s.Watch(ctxT(t), res, "", store.WatchOptions{ResourceVersion: strconv.Itoa(from)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := from; i < 20; i++ {
+			if ev := next(t, w); evName(ev) != fmt.Sprintf("o%02d", i) {
+				t.Fatalf("from %d: got %s want o%02d", from, evName(ev), i)
+			}
+		}
+		expectQuiet(t, w, 30*time.Millisecond)
+		w.Stop()
 	}
 }

@@ -418,6 +418,7 @@ func (s *Store) publish(g *group) {
 			s.rv.Store(g.lastSeq)
 		}
 		s.fanout(g.events)
+		s.remember(g.events)
 		s.mu.Unlock()
 	}
 	for _, m := range g.muts {
