@@ -26,7 +26,8 @@ func newDeleteCommand(g *globalOptions) *cobra.Command {
 		Short: "Delete objects by name or by the files that define them",
 		Long: "Delete asks the server to delete each object; objects with finalizers stay, marked for deletion, " +
 			"until their controller releases them. With --wait, delete returns only once they are gone.",
-		Example: "  aictl delete agent coder\n  aictl delete -f config/samples/ --wait --timeout 1m",
+		Example:           "  aictl delete agent coder\n  aictl delete -f config/samples/ --wait --timeout 1m",
+		ValidArgsFunction: completeKindsAndNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {

@@ -21,10 +21,11 @@ import (
 
 func newDescribeCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:     "describe KIND NAME | KIND/NAME",
-		Short:   "Show an object's metadata, spec, conditions and history",
-		Example: "  aictl describe agent coder\n  aictl describe conversation/coder-1 -n team-a",
-		Args:    cobra.ArbitraryArgs,
+		Use:               "describe KIND NAME | KIND/NAME",
+		Short:             "Show an object's metadata, spec, conditions and history",
+		Example:           "  aictl describe agent coder\n  aictl describe conversation/coder-1 -n team-a",
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeKindsAndNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {

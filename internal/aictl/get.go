@@ -31,7 +31,8 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Short: "List resources as a table or print them as yaml, json or names",
 		Example: "  aictl get agents\n  aictl get agents -A -o wide\n  aictl get agent coder -o yaml\n" +
 			"  aictl get conversations -l team=a -w\n  aictl get agents,conversations,grants",
-		Args: cobra.ArbitraryArgs,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeKindsAndNames(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {

@@ -231,3 +231,23 @@ func TestGetSeveralKinds(t *testing.T) {
 	r = aictl(t, srv.URL, "get", "agents,grants", "-o", "yaml")
 	wantCode(t, r, 1)
 }
+
+func TestShellCompletion(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", "../../config/samples"), 0)
+	r := aictl(t, srv.URL, "__complete", "get", "")
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.out, "agents\nconversations\ngrants\nmonitorattachments\n:4\n") {
+		t.Fatalf("kinds:\n%s", r.out)
+	}
+	r = aictl(t, srv.URL, "__complete", "describe", "ag", "re")
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.out, "researcher\nreviewer\n:4\n") {
+		t.Fatalf("names:\n%s", r.out)
+	}
+	r = aictl(t, srv.URL, "__complete", "delete", "conv", "-n", "empty", "")
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.out, ":4\n") {
+		t.Fatalf("names in an empty namespace:\n%s", r.out)
+	}
+}
