@@ -164,6 +164,13 @@ func (o *getOptions) run(ctx context.Context, g *globalOptions, cl *client.Clien
 		} else {
 			fmt.Fprintf(g.streams.ErrOut, "No resources found in %s namespace.\n", ns)
 		}
+	case table == nil && len(objs) > 0 && o.watch:
+		// A stream of single objects, as the changes that follow.
+		for i := range objs {
+			if err := printStreamed(out, o.output, &objs[i], res); err != nil {
+				return err
+			}
+		}
 	case table == nil && len(objs) > 0:
 		if err := printObjects(out, o.output, objs, len(targets) != 1, res); err != nil {
 			return err
@@ -207,11 +214,17 @@ func (o *getOptions) stream(ctx context.Context, cl *client.Client, res *apische
 			headerDone = true
 			return false, err
 		}
-		if o.output == "yaml" {
-			fmt.Fprintln(out, "---")
-		}
-		return false, printObjects(out, o.output, []unstructured.Unstructured{*obj}, false, res)
+		return false, printStreamed(out, o.output, obj, res)
 	})
+}
+
+// printStreamed prints one object of a -w stream: yaml documents separated
+// by ---, json objects one after another, or names.
+func printStreamed(out io.Writer, format string, obj *unstructured.Unstructured, res *apischema.Resource) error {
+	if format == "yaml" {
+		fmt.Fprintln(out, "---")
+	}
+	return printObjects(out, format, []unstructured.Unstructured{*obj}, false, res)
 }
 
 // watchLoop watches plural from rv and calls fn for every ADDED, MODIFIED and

@@ -251,3 +251,26 @@ func TestShellCompletion(t *testing.T) {
 		t.Fatalf("names in an empty namespace:\n%s", r.out)
 	}
 }
+
+func TestGetWatchYAMLStreamsDocuments(t *testing.T) {
+	srv := clienttest.NewUnix(t)
+	dir := t.TempDir()
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "first", "m"))), 0)
+	out, stop, wait := started(t, srv.URL, "get", "agents", "-w", "-o", "yaml")
+	eventually(t, "the first document", func() bool { return strings.Contains(out.String(), "name: first") })
+	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "b.yaml", fmt.Sprintf(agentYAML, "second", "m"))), 0)
+	eventually(t, "the second document", func() bool { return strings.Contains(out.String(), "name: second") })
+	stop()
+	r := wait()
+	wantCode(t, r, 0)
+	docs := strings.Split(strings.TrimPrefix(r.out, "---\n"), "---\n")
+	if len(docs) != 2 {
+		t.Fatalf("want two yaml documents:\n%s", r.out)
+	}
+	for _, d := range docs {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil || m["kind"] != "Agent" {
+			t.Fatalf("document %q: %v", d, err)
+		}
+	}
+}
