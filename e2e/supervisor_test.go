@@ -164,7 +164,7 @@ func (p *supervisorProc) setDesired(ctx context.Context, conv, state string) {
 
 func (p *supervisorProc) transcript(ctx context.Context, conv string) []transcript.Entry {
 	GinkgoHelper()
-	body, err := p.client.DoRaw(ctx, "GET", client.ResourcePath("conversations", "default", conv, "transcript")+"?from=1&limit=10000", "", nil)
+	body, err := p.client.DoRaw(ctx, "GET", client.ResourcePath("conversations", "default", conv, "transcript")+"?from=1&limit=5000", "", nil)
 	Expect(err).NotTo(HaveOccurred())
 	var out struct {
 		Items []transcript.Entry `json:"items"`
