@@ -133,6 +133,17 @@ func (c *Client) Registry() *apischema.Registry { return c.reg }
 // raw connection such as a websocket attach.
 func (c *Client) HTTPClient() *http.Client { return c.http }
 
+// AuthHeader returns the headers that authenticate a request: the bearer
+// token on HTTPS servers, nothing on the unix socket (and never on plain
+// HTTP). Raw callers such as a websocket dial add these.
+func (c *Client) AuthHeader() http.Header {
+	h := http.Header{}
+	if c.cfg.Token != "" && strings.HasPrefix(c.base, "https://") {
+		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+	return h
+}
+
 // BaseURL returns the URL prefix requests are sent to ("http://unix" for a
 // unix socket).
 func (c *Client) BaseURL() string { return c.base }
@@ -209,8 +220,8 @@ func (c *Client) do(ctx context.Context, method, path, contentType string, body 
 		}
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.cfg.Token != "" && strings.HasPrefix(c.base, "https://") {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	for k, v := range c.AuthHeader() {
+		req.Header[k] = v
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -239,6 +239,12 @@ func TestTLSTokens(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("other namespace: want 403, got %v", err)
 	}
+	if h := teamA.AuthHeader(); h.Get("Authorization") != "Bearer team-a" {
+		t.Fatalf("AuthHeader over https: %v", h)
+	}
+	if h := newClient(t, client.Config{Server: "unix:///x.sock", Token: "t"}).AuthHeader(); len(h) != 0 {
+		t.Fatalf("AuthHeader on a unix socket must be empty: %v", h)
+	}
 	disc, err := newClient(t, client.Config{Server: srv.URL, CAFile: srv.CAFile, Token: "admin"}).Discovery(ctx)
 	if err != nil || len(disc.APIResources) != 4 {
 		t.Fatalf("Discovery: %v %v", disc, err)
