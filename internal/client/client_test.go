@@ -139,6 +139,10 @@ func TestDeleteKeptByFinalizer(t *testing.T) {
 	if err != nil || kept == nil || kept.GetDeletionTimestamp() == nil {
 		t.Fatalf("Delete with finalizer: want object with deletionTimestamp, got %v %v", kept, err)
 	}
+	hist, err := c.History(ctx, "agents", "default", "fin")
+	if err != nil || len(hist) != 2 || hist[1].Type != "TERMINATING" || hist[1].Object.GetDeletionTimestamp() == nil {
+		t.Fatalf("history after delete with finalizer: %+v %v", hist, err)
+	}
 }
 
 func TestServerErrorsAreStatusErrors(t *testing.T) {

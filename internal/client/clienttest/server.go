@@ -518,7 +518,7 @@ func (s *Server) delete(rw http.ResponseWriter, res *apischema.Resource, ns, nam
 	if next.GetDeletionTimestamp() == nil {
 		now := metav1.Now()
 		next.SetDeletionTimestamp(&now)
-		s.store(res.Plural, k, next, "MODIFIED")
+		s.store(res.Plural, k, next, "TERMINATING") // history type of the real store
 	}
 	if s.objects[k] != nil {
 		writeJSON(rw, http.StatusOK, s.objects[k].Object)
