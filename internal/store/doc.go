@@ -17,6 +17,10 @@
 // in-memory index that serves Get/List, fans the events out to watchers in
 // sequence order and only then acknowledges the callers. A caller is never
 // acknowledged, and no reader or watcher sees a change, before it is on disk.
+// Side-table reads (GetKV goes through the writer; ScanKV/LastKV wait for the
+// groups they may have seen) return only durable values too. A WAL write or
+// sync failure is fatal in pebble (it panics through its logger); the store
+// does not try to continue after one.
 //
 // # Key layout
 //
@@ -49,4 +53,21 @@
 // watch.Modified. With a label selector, a MODIFIED event whose label change
 // moves the object into the selection is delivered as ADDED and one moving it
 // out as DELETED, as Kubernetes does.
+//
+// # Watches
+//
+// A watch from resourceVersion "" or "0" starts with ADDED events for the
+// current objects (optionally ended by the initial-events-end bookmark);
+// from any other version it replays later events from an in-memory cache of
+// recent events (Options.WatchCache) or, further back, from the e/ log, then
+// continues live. Every watcher has a bounded queue (Options.WatchBuffer);
+// overflowing it ends the watch with a 410 watch.Error event instead of ever
+// slowing down writers. Error events carry a *metav1.Status; all other events
+// carry a private *unstructured.Unstructured copy.
+//
+// # Objects
+//
+// Objects handed to and returned by the store are never shared with it: the
+// store keeps its own canonical copy (integers as int64, as JSON decoding
+// produces) and returns deep copies.
 package store
