@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,9 @@ import (
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
 )
+
+// maxBackoff caps the per-object retry delay after failed reconciles.
+const maxBackoff = 30 * time.Second
 
 // Options configures the controllers.
 type Options struct {
@@ -62,7 +66,10 @@ func Start(ctx context.Context, opts Options) error {
 	skip := opts.SkipNameValidation
 	for _, s := range specs {
 		ctrl, err := controller.NewTypedUnmanaged(s.name, controller.TypedOptions[reconcile.Request]{
-			Reconciler:         s.r,
+			Reconciler: s.r,
+			// Conflicts are routine here (status and spec writers race); cap the
+			// per-object backoff so a retried object is never parked for minutes.
+			RateLimiter:        workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxBackoff),
 			Logger:             logr.FromSlogHandler(log.Handler()).WithValues("controller", s.name),
 			SkipNameValidation: &skip,
 		})
