@@ -2,6 +2,8 @@ package imagebuild
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +55,9 @@ type ImageAPI interface {
 }
 
 // Builder ensures guest images exist, building them on demand. It never pulls: the definitions build FROM scratch
-// or from a locally present base. Safe for concurrent use; concurrent Ensure calls for the same content share one
-// build.
+// or from a base present on the engine; a missing base that a definition under BaseDir describes is made locally
+// (Rootfs) and imported first. Safe for concurrent use; concurrent Ensure calls for the same content share one
+// build, and concurrent needs of one base share one making.
 type Builder struct {
 	// Docker is the engine client.
 	Docker ImageAPI
@@ -70,6 +73,9 @@ type Builder struct {
 	// PruneOld removes older images of the same harness (by label) after a successful build; images still used
 	// by a container are kept.
 	PruneOld bool
+	// Rootfs makes the root filesystem of a missing base image (see BaseDef); nil means &Debootstrap{} (root and
+	// debootstrap needed). Bases are made only when Docker also implements BaseImporter.
+	Rootfs RootfsMaker
 
 	mu       sync.Mutex
 	inflight map[string]*call // by tag
@@ -157,7 +163,25 @@ func (b *Builder) context(harness string) (*buildContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	return assemble(b.Defs, harness, dir)
+	bc, err := assemble(b.Defs, harness, dir)
+	if err != nil {
+		return nil, err
+	}
+	df, err := fs.ReadFile(b.Defs, harness+"/Dockerfile")
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	bases, err := b.baseHashes(df)
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %s: %w", harness, err)
+	}
+	if len(bases) > 0 {
+		// A base this package makes is part of the content: a changed base definition is a new tag.
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00bases\x00%s", bc.hash, strings.Join(bases, "\x00"))
+		bc.hash = hex.EncodeToString(h.Sum(nil))
+	}
+	return bc, nil
 }
 
 func (b *Builder) artifactDir() (string, error) {
@@ -185,18 +209,31 @@ func (b *Builder) Ensure(ctx context.Context, harness string, progress func(stri
 		return "", fmt.Errorf("imagebuild: inspect %s: %w", tag, err)
 	}
 
-	if err := b.checkBases(ctx, harness); err != nil {
+	if err := b.ensureBases(ctx, harness, progress); err != nil {
 		return "", err
 	}
+	err = b.shared(ctx, tag, progress, func(bctx context.Context, p func(string)) error {
+		return b.build(bctx, harness, tag, bc, p)
+	})
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
+}
 
+// shared runs work once per key for all concurrent callers: the first caller starts it, later ones join, and every
+// caller's progress receives the output while it waits. The work runs detached from any one caller's ctx (a caller
+// giving up must not fail the others), bounded by BuildTimeout.
+func (b *Builder) shared(ctx context.Context, key string, progress func(string),
+	work func(ctx context.Context, progress func(string)) error) error {
 	b.mu.Lock()
 	if b.inflight == nil {
 		b.inflight = map[string]*call{}
 	}
-	c, shared := b.inflight[tag]
-	if !shared {
+	c, joined := b.inflight[key]
+	if !joined {
 		c = &call{done: make(chan struct{})}
-		b.inflight[tag] = c
+		b.inflight[key] = c
 	}
 	if progress != nil {
 		// A caller that gives up stops receiving progress.
@@ -204,9 +241,7 @@ func (b *Builder) Ensure(ctx context.Context, harness string, progress func(stri
 	}
 	b.mu.Unlock()
 
-	if !shared {
-		// The build runs detached from any one caller's ctx (a caller giving up must not fail the others),
-		// bounded by BuildTimeout.
+	if !joined {
 		timeout := b.BuildTimeout
 		if timeout <= 0 {
 			timeout = DefaultBuildTimeout
@@ -214,58 +249,45 @@ func (b *Builder) Ensure(ctx context.Context, harness string, progress func(stri
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		go func() {
 			defer cancel()
-			c.err = b.build(bctx, harness, tag, bc, c.progress)
+			c.err = work(bctx, c.progress)
 			b.mu.Lock()
-			delete(b.inflight, tag)
+			delete(b.inflight, key)
 			b.mu.Unlock()
 			close(c.done)
 		}()
 	}
 	select {
 	case <-c.done:
-		if c.err != nil {
-			return "", c.err
-		}
-		return tag, nil
+		return c.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("imagebuild: waiting for %s: %w", tag, ctx.Err())
+		return fmt.Errorf("imagebuild: waiting for %s: %w", key, ctx.Err())
 	}
 }
 
-// BaseImageMissingError says a FROM image of a definition is not present on the engine. Nothing is pulled: the
-// base must be built or imported locally first.
+// BaseImageMissingError says a FROM image of a definition is not present on the engine and could not be made.
+// Nothing is pulled: a base with a definition under BaseDir is made locally (Err says why that failed); any other
+// base must be built or imported first.
 type BaseImageMissingError struct {
 	// Harness is the definition.
 	Harness string
 	// Image is the missing base.
 	Image string
+	// Err is why making it from its base definition failed; nil when no definition describes it.
+	Err error
 }
 
 // Error implements error.
 func (e *BaseImageMissingError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("imagebuild: %s: base image %s is not present on the engine and making it failed: %v",
+			e.Harness, e.Image, e.Err)
+	}
 	return fmt.Sprintf("imagebuild: %s: base image %s is not present on the engine (nothing is pulled: build or "+
 		"import it first)", e.Harness, e.Image)
 }
 
-// checkBases makes sure every FROM image exists locally, so the engine's builder never reaches for a registry.
-func (b *Builder) checkBases(ctx context.Context, harness string) error {
-	df, err := fs.ReadFile(b.Defs, harness+"/Dockerfile")
-	if err != nil {
-		return fmt.Errorf("imagebuild: %w", err)
-	}
-	bases, err := baseImages(df)
-	if err != nil {
-		return fmt.Errorf("imagebuild: %s: %w", harness, err)
-	}
-	for _, img := range bases {
-		if _, err := b.Docker.ImageInspect(ctx, img); cerrdefs.IsNotFound(err) {
-			return &BaseImageMissingError{Harness: harness, Image: img}
-		} else if err != nil {
-			return fmt.Errorf("imagebuild: inspect base %s: %w", img, err)
-		}
-	}
-	return nil
-}
+// Unwrap returns Err.
+func (e *BaseImageMissingError) Unwrap() error { return e.Err }
 
 func (b *Builder) build(ctx context.Context, harness, tag string, bc *buildContext, progress func(string)) error {
 	log := b.logger().With("harness", harness, "tag", tag)

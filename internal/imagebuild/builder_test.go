@@ -22,6 +22,8 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"aicli.dev/aicli/images"
 )
@@ -222,7 +224,7 @@ func TestShippedDefinitions(t *testing.T) {
 			t.Errorf("fake context lacks %s (has %q)", want, names)
 		}
 	}
-	if _, err := b.context("nope"); err == nil || !strings.Contains(err.Error(), "known: fake") {
+	if _, err := b.context("nope"); err == nil || !strings.Contains(err.Error(), "known: ") || !strings.Contains(err.Error(), "fake") {
 		t.Fatalf("unknown harness: %v", err)
 	}
 	if _, err := b.context("../etc"); err == nil {
@@ -238,6 +240,34 @@ type fakeEngine struct {
 	release  chan struct{}
 	failWith string
 	contexts [][]byte
+
+	imports    atomic.Int32
+	imported   [][]byte
+	importFail string
+}
+
+// ImageImport records the tarball and tags it with the LABEL changes; importFail makes the stream carry an error.
+func (e *fakeEngine) ImageImport(_ context.Context, src image.ImportSource, ref string, o image.ImportOptions) (io.ReadCloser, error) {
+	e.imports.Add(1)
+	data, err := io.ReadAll(src.Source)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.importFail != "" {
+		return io.NopCloser(strings.NewReader(fmt.Sprintf(`{"errorDetail":{"message":%q}}`+"\n", e.importFail))), nil
+	}
+	e.imported = append(e.imported, data)
+	labels := map[string]string{}
+	for _, c := range o.Changes {
+		if kv, ok := strings.CutPrefix(c, "LABEL "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = v
+		}
+	}
+	e.images[ref] = labels
+	return io.NopCloser(strings.NewReader(`{"status":"sha256:abc"}` + "\n")), nil
 }
 
 func newFakeEngine() *fakeEngine {
@@ -278,7 +308,8 @@ func (e *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 	if _, ok := e.images[ref]; !ok {
 		return image.InspectResponse{}, cerrdefs.ErrNotFound.WithMessage("no such image: " + ref)
 	}
-	return image.InspectResponse{ID: "sha256:" + ref}, nil
+	return image.InspectResponse{ID: "sha256:" + ref, Config: &dockerspec.DockerOCIImageConfig{
+		ImageConfig: ocispec.ImageConfig{Labels: e.images[ref]}}}, nil
 }
 
 func (e *fakeEngine) ImageList(context.Context, image.ListOptions) ([]image.Summary, error) {
