@@ -39,9 +39,11 @@ for ((r = 1; r <= rounds; r++)); do
 	echo "round$r.raw_pebble_sync64 $(metric "$raw" writes/s) writes/s"
 	echo "round$r.raw_pebble_sync64.fsync $(metric "$raw" fsync-ms) ms"
 	echo "round$r.raw_pebble_sync64.writes_per_fsync $(metric "$raw" writes/fsync) writes"
+	echo "round$r.raw_pebble_sync64.cpu $(metric "$raw" cpu-us/write) us/write"
 	echo "round$r.store_create64 $(metric "$st" writes/s) writes/s"
 	echo "round$r.store_create64.fsync $(metric "$st" fsync-ms) ms"
 	echo "round$r.store_create64.writes_per_fsync $(metric "$st" writes/fsync) writes"
+	echo "round$r.store_create64.cpu $(metric "$st" cpu-us/write) us/write"
 done
 raw_med=$(printf '%s\n' "${raw_rates[@]}" | median)
 store_med=$(printf '%s\n' "${store_rates[@]}" | median)

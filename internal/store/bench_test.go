@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func BenchmarkRawPebbleSync64(b *testing.B) {
 	var ctr atomic.Uint64
 	parallelism(b)
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			k := []byte("o/agents/bench/" + strconv.FormatUint(ctr.Add(1), 10))
@@ -59,7 +61,17 @@ func BenchmarkRawPebbleSync64(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/write")
 	fsyncStats(b, db)
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fsyncStats reports how many writes shared one WAL fsync and its mean
@@ -83,6 +95,7 @@ func BenchmarkStoreCreate64(b *testing.B) {
 	ctx := context.Background()
 	parallelism(b)
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := s.Create(ctx, "agents", benchObject("o"+strconv.FormatUint(ctr.Add(1), 10))); err != nil {
@@ -92,6 +105,7 @@ func BenchmarkStoreCreate64(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/write")
 	fsyncStats(b, s.PebbleDB())
 	st := s.Stats()
 	b.ReportMetric(float64(st.Mutations)/float64(max(1, st.SyncedGroups)), "writes/batch")
