@@ -1,0 +1,44 @@
+package transcript
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"aicli.dev/aicli/internal/store"
+)
+
+// BenchmarkSubscriptionDelivery measures commit → subscriber delivery of
+// transcript entries (synced appends, one subscriber per conversation) and
+// reports p50/p99 latency.
+func BenchmarkSubscriptionDelivery(b *testing.B) {
+	st, err := store.Open(b.TempDir(), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	log := &StoreLog{Store: st}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub, err := log.Subscribe(ctx, "bench", 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if _, err := log.Append(ctx, "bench", []Entry{{Speaker: SpeakerAgent, Text: fmt.Sprint("reply ", i), Time: start}}); err != nil {
+			b.Fatal(err)
+		}
+		committed := time.Now()
+		<-sub
+		lat = append(lat, time.Since(committed))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
