@@ -13,6 +13,15 @@ if ! command -v dockerd >/dev/null 2>&1; then
   apt-get install -y -qq docker.io >/dev/null
 fi
 
+# ensure-debootstrap: the image builder makes the real-CLI guest images' Debian base (images/base) with debootstrap
+# when the engine lacks it (no container registry is reachable here).
+if ! command -v debootstrap >/dev/null 2>&1 && [ ! -x /usr/sbin/debootstrap ]; then
+  log "debootstrap missing: installing Debian's debootstrap"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq debootstrap >/dev/null
+fi
+
 if docker info >/dev/null 2>&1; then
   log "engine already running"
   exit 0
