@@ -39,9 +39,10 @@ import (
 
 // guestBenchHelperSrc is the source of guestbench. Modes:
 //
-//	blast                 a CLI that answers each input line "go BYTES TAG" with BYTES bytes of text, then END-TAG
-//	                      (selected by GUESTBENCH_MODE=blast when launched by the fake harness with its own flags);
-//	rawpty BYTES ITERS    opens a PTY inside the container, runs blast on it and reads the PTY master directly,
+//	blast                 a CLI that answers each input line "go BYTES TAG" with BYTES bytes of scrolling text lines
+//	                      (or "home BYTES TAG": the same text redrawn at the top left, never scrolling), then
+//	                      END-TAG (selected by GUESTBENCH_MODE=blast when launched by the fake harness with its flags);
+//	rawpty VERB BYTES ITERS  opens a PTY inside the container, runs blast on it and reads the PTY master directly,
 //	                      printing "raw bytes=N ns=T" per iteration: the raw PTY throughput baseline;
 //	rawsend ITERS CLI...  runs the fake CLI on a PTY and times a direct bracketed-paste write until the CLI has drawn
 //	                      the pasted text, printing "send ns=T" per iteration: the direct PTY write baseline.
@@ -74,7 +75,7 @@ func main() {
 	case "rawsend":
 		rawSend(args)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: guestbench blast | rawpty BYTES ITERS | rawsend ITERS CLI [ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: guestbench blast | rawpty go|home BYTES ITERS | rawsend ITERS CLI [ARGS...]")
 		os.Exit(2)
 	}
 }
@@ -82,6 +83,8 @@ func main() {
 func blast() {
 	fmt.Print("blast ready\r\n")
 	line := append(bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog "), 2), '\n')
+	// The same text redrawn at the top left: no line ever scrolls.
+	home := append(append([]byte("\x1b[H"), line[:len(line)-1]...), '\r')
 	in := bufio.NewReader(os.Stdin)
 	out := bufio.NewWriterSize(os.Stdout, 32<<10)
 	for {
@@ -90,13 +93,17 @@ func blast() {
 			return
 		}
 		f := strings.Fields(l)
-		if len(f) != 3 || f[0] != "go" {
+		if len(f) != 3 || (f[0] != "go" && f[0] != "home") {
 			continue
+		}
+		text := line
+		if f[0] == "home" {
+			text = home
 		}
 		n, _ := strconv.Atoi(f[1])
 		for n > 0 {
-			k := min(n, len(line))
-			_, _ = out.Write(line[:k])
+			k := min(n, len(text))
+			_, _ = out.Write(text[:k])
 			n -= k
 		}
 		fmt.Fprintf(out, "\nEND-%s\n", f[2])
@@ -166,9 +173,10 @@ func until(r *os.File, marker string) int {
 }
 
 func rawPTY(args []string) {
-	size, err := strconv.Atoi(args[0])
+	verb := args[0]
+	size, err := strconv.Atoi(args[1])
 	must(err)
-	iters, err := strconv.Atoi(args[1])
+	iters, err := strconv.Atoi(args[2])
 	must(err)
 	exe, err := os.Executable()
 	must(err)
@@ -177,7 +185,7 @@ func rawPTY(args []string) {
 	for i := 0; i < iters; i++ {
 		tag := fmt.Sprintf("r%d", i)
 		t0 := time.Now()
-		_, err := fmt.Fprintf(m, "go %d %s\r", size, tag)
+		_, err := fmt.Fprintf(m, "%s %d %s\r", verb, size, tag)
 		must(err)
 		n := until(m, "END-"+tag)
 		fmt.Printf("raw bytes=%d ns=%d\n", n, time.Since(t0).Nanoseconds())
@@ -409,7 +417,8 @@ func BenchmarkGuestStartup(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		att, err := g.s.Client.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+		// Stdout only: the guest logs to stderr, and only the CLI's output counts.
+		att, err := g.s.Client.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -575,9 +584,10 @@ func guestRSS(ctx context.Context, b *testing.B, g *guestBench, id string) (rss,
 	return kib("VmRSS"), kib("VmHWM")
 }
 
-// BenchmarkGuestPTYThroughput: a CLI printing 8 MiB per round, read by the supervisor side through the guest (PTY
-// → guest → side channel → Subscribe), against the same CLI read straight from a PTY inside the same container.
-// Also reports the guest's RSS after the rounds.
+// BenchmarkGuestPTYThroughput: a CLI printing 8 MiB of scrolling lines per round, read by the supervisor side
+// through the guest (PTY → guest → side channel → Subscribe), against the same CLI read straight from a PTY inside
+// the same container; the same for 768 KiB that never scrolls; whether an 8 MiB non-scrolling burst cuts the
+// subscriber off; and the guest's RSS after the rounds.
 func BenchmarkGuestPTYThroughput(b *testing.B) {
 	const size = 8 << 20
 	g := setupGuestBench(b)
@@ -603,28 +613,53 @@ func BenchmarkGuestPTYThroughput(b *testing.B) {
 	if _, err := streamUntil(stream, "END-warmup"); err != nil {
 		b.Fatal(err)
 	}
-	var sup, raw []float64
-	for i := 0; b.Loop(); i++ {
-		tag := fmt.Sprintf("s%d", i)
+	// Per round: through the guest, then raw inside the container. "go" scrolls like a CLI printing a long output;
+	// "home" never scrolls, which takes the terminal emulator's scrolling cost (the guest's emulator queue pushes
+	// back on the CLI) out of the picture. "home" rounds stay below the guest's 1 MiB per-subscriber backlog: a burst
+	// that outruns the transport beyond it cuts the stream off (ptyhost.ErrSlowSubscriber); the final 8 MiB round
+	// records whether that happened.
+	const homeSize = 768 << 10
+	sup := map[string][]float64{}
+	raw := map[string][]float64{}
+	round := func(verb, tag string, n int) (int, time.Duration, error) {
 		t0 := time.Now()
-		if err := bg.pty.SendString(ctx, fmt.Sprintf("go %d %s\r", size, tag)); err != nil {
-			b.Fatal(err)
+		if err := bg.pty.SendString(ctx, fmt.Sprintf("%s %d %s\r", verb, n, tag)); err != nil {
+			return 0, 0, err
 		}
-		n, err := streamUntil(stream, "END-"+tag)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sup = append(sup, float64(n)/time.Since(t0).Seconds()/1e6)
-
-		out := execIn(ctx, b, g, bg.id, "1000:1000", nil, "/opt/bench/guestbench", "rawpty", strconv.Itoa(size), "1")
-		for _, r := range parseFields(b, out, "raw ", "bytes", "ns") {
-			raw = append(raw, float64(r[0])/(float64(r[1])/1e9)/1e6)
+		got, err := streamUntil(stream, "END-"+tag)
+		return got, time.Since(t0), err
+	}
+	for i := 0; b.Loop(); i++ {
+		for _, verb := range []string{"go", "home"} {
+			n := map[string]int{"go": size, "home": homeSize}[verb]
+			got, d, err := round(verb, fmt.Sprintf("%s%d", verb, i), n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sup[verb] = append(sup[verb], float64(got)/d.Seconds()/1e6)
+			out := execIn(ctx, b, g, bg.id, "1000:1000", nil, "/opt/bench/guestbench", "rawpty", verb,
+				strconv.Itoa(n), "1")
+			for _, r := range parseFields(b, out, "raw ", "bytes", "ns") {
+				raw[verb] = append(raw[verb], float64(r[0])/(float64(r[1])/1e9)/1e6)
+			}
 		}
 	}
+	cut := 0.0
+	if got, _, err := round("home", "homebig", size); err != nil {
+		if !strings.Contains(err.Error(), "subscriber too slow") {
+			b.Fatal(err)
+		}
+		cut = 1
+		b.Logf("an %d-byte non-scrolling burst cut the subscriber off after %d bytes: %v", size, got, err)
+	}
 	rss, hwm := guestRSS(ctx, b, g, bg.id)
-	b.ReportMetric(median(sup), "supervised-subscribe-p50-MBps")
-	b.ReportMetric(median(raw), "raw-pty-in-container-p50-MBps")
-	b.ReportMetric(median(sup)/median(raw), "ratio-subscribe-vs-raw-x")
+	b.ReportMetric(median(sup["go"]), "supervised-subscribe-p50-MBps")
+	b.ReportMetric(median(raw["go"]), "raw-pty-in-container-p50-MBps")
+	b.ReportMetric(median(sup["go"])/median(raw["go"]), "ratio-subscribe-vs-raw-x")
+	b.ReportMetric(median(sup["home"]), "supervised-subscribe-noscroll-p50-MBps")
+	b.ReportMetric(median(raw["home"]), "raw-pty-in-container-noscroll-p50-MBps")
+	b.ReportMetric(median(sup["home"])/median(raw["home"]), "ratio-subscribe-vs-raw-noscroll-x")
+	b.ReportMetric(cut, "noscroll-8MiB-burst-stream-cut-bool")
 	b.ReportMetric(rss, "guest-rss-after-throughput-MiB")
 	b.ReportMetric(hwm, "guest-peak-rss-MiB")
 }

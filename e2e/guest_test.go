@@ -30,9 +30,7 @@ import (
 	"aicli.dev/aicli/e2e/framework"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyclient"
-	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/gateway"
-	"aicli.dev/aicli/internal/imagebuild"
 	rt "aicli.dev/aicli/internal/runtime"
 )
 
@@ -46,15 +44,9 @@ var _ = Describe("Supervised guest", Ordered, Label("guest"), func() {
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		dir := GinkgoT().TempDir()
-		Expect(framework.BuildBinaries(ctx, suite.Root, dir, map[string]string{
-			"aicli-guest":    "./cmd/aicli-guest",
-			"aicli-fake-cli": "./cmd/aicli-fake-cli",
-		})).To(Succeed())
-		// No pruning: other suites on this engine may be using older fake images.
-		b := &imagebuild.Builder{Docker: suite.Client, Defs: images.FS, ArtifactDir: dir, Logger: suite.Logger}
+		// The shipped fake definition and the static guest binaries, built once per suite like the supervisor does.
 		var err error
-		fakeImage, err = b.Ensure(ctx, "fake", nil)
+		fakeImage, err = suite.GuestImage(ctx, "fake")
 		Expect(err).NotTo(HaveOccurred())
 
 		gw, err = newGuestGateway(GinkgoT().TempDir(), suite.Logger)
