@@ -14,7 +14,7 @@ import (
 
 // TranscriptPoll is how often FollowTranscript looks for new lines in the
 // CLI's native session store.
-const TranscriptPoll = 250 * time.Millisecond
+const TranscriptPoll = 50 * time.Millisecond
 
 var _ ptyapi.TranscriptFollower = (*Host)(nil)
 
