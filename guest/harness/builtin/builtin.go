@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"aicli.dev/aicli/guest/harness"
+	"aicli.dev/aicli/guest/harness/claude"
+	"aicli.dev/aicli/guest/harness/codex"
 	"aicli.dev/aicli/guest/harness/fake"
 )
 
@@ -13,5 +15,5 @@ type Options struct {
 
 // Registry returns a new registry holding every built-in adapter.
 func Registry(opts Options) (*harness.Registry, error) {
-	return harness.NewRegistry(fake.New(opts.Fake))
+	return harness.NewRegistry(fake.New(opts.Fake), claude.New(claude.Options{}), codex.New(codex.Options{}))
 }

@@ -1,0 +1,93 @@
+package codex
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// loadScreen reads a screen captured from Codex 0.171.0 on a 120x40 PTY
+// (hack/realcli/ptycapture) and pads it to the full height.
+func loadScreen(t *testing.T, name string) ptyapi.Screen {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for len(lines) < 40 {
+		lines = append(lines, "")
+	}
+	return ptyapi.Screen{Cols: 120, Rows: 40, Lines: lines}
+}
+
+func TestClassifyCapturedScreens(t *testing.T) {
+	a := New(Options{})
+	cases := []struct {
+		file string
+		want ptyapi.ExecutionStatus
+	}{
+		{"idle-startup-logo.txt", ptyapi.StatusIdle},
+		{"busy-working.txt", ptyapi.StatusBusy},
+		{"busy-working-line.txt", ptyapi.StatusBusy},
+		// The spinner is gone but the reply has not arrived or is still streaming.
+		{"busy-submitted-no-spinner.txt", ptyapi.StatusBusy},
+		{"busy-streaming-no-spinner.txt", ptyapi.StatusBusy},
+		{"idle-after-reply.txt", ptyapi.StatusIdle},
+		{"busy-resuming.txt", ptyapi.StatusBusy},
+		{"idle-resumed.txt", ptyapi.StatusIdle},
+		{"waiting-trust-folder.txt", ptyapi.StatusWaitingForInput},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			got, ok := a.Classify(loadScreen(t, c.file))
+			if !ok || got != c.want {
+				t.Fatalf("Classify = %q, %v; want %q", got, ok, c.want)
+			}
+		})
+	}
+}
+
+func TestClassifyStreamingNeverIdle(t *testing.T) {
+	// Every screen of a slowly streamed reply, from submission until the
+	// "Worked for" line, must be BUSY: cut the finished screen back line by line.
+	a := New(Options{})
+	done := loadScreen(t, "idle-after-reply.txt")
+	composer := -1
+	for i, l := range done.Lines {
+		if strings.HasPrefix(l, ComposerPrefix) {
+			composer = i
+		}
+	}
+	worked := -1
+	for i := composer - 1; i >= 0; i-- {
+		if strings.Contains(done.Lines[i], TurnDone) {
+			worked = i
+			break
+		}
+	}
+	if composer < 0 || worked < 0 {
+		t.Fatal("fixture lacks composer or Worked line")
+	}
+	for cut := worked - 1; cut >= 0 && !strings.HasPrefix(done.Lines[cut+1], ComposerPrefix); cut-- {
+		s := done
+		s.Lines = append(append([]string(nil), done.Lines[:cut+1]...), done.Lines[composer:]...)
+		if got, _ := a.Classify(s); got != ptyapi.StatusBusy {
+			t.Fatalf("history cut after line %d (%q): %q, want BUSY", cut, done.Lines[cut], got)
+		}
+	}
+}
+
+func TestClassifyNoCues(t *testing.T) {
+	a := New(Options{})
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"", "loading", ""}}); ok {
+		t.Fatalf("blank screen classified %q", st)
+	}
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"■ Conversation interrupted", "› Ask Codex to do anything",
+		"  ? for shortcuts"}}); !ok || st != ptyapi.StatusIdle {
+		t.Fatalf("interrupted turn: %q %v", st, ok)
+	}
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Prints the path of an installed real CLI binary (claude or codex) under hack/realcli/.npm.
+# Codex is run as its static binary, not through the node wrapper (which survives SIGKILL of node).
+set -euo pipefail
+prefix="$(cd "$(dirname "$0")" && pwd)/.npm"
+case "${1:-}" in
+  claude)
+    for p in "$prefix/node_modules/@anthropic-ai/claude-code/bin/claude.exe" "$prefix/node_modules/.bin/claude"; do
+      [ -x "$p" ] && { echo "$p"; exit 0; }
+    done ;;
+  codex)
+    p="$(find "$prefix/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f 2>/dev/null | head -1)"
+    [ -n "$p" ] && { echo "$p"; exit 0; } ;;
+  *) echo "usage: $0 claude|codex" >&2; exit 2 ;;
+esac
+echo "not installed: $1 (run hack/realcli/install.sh)" >&2
+exit 1

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the pinned real AI CLIs into hack/realcli/.npm (git-ignored) for
+# fixture capture and the realcli-tagged tests. Usage: hack/realcli/install.sh [claude|codex|all]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+prefix="$here/.npm"
+CLAUDE_PKG="@anthropic-ai/claude-code@2.1.332"
+CODEX_PKG="@openai/codex@0.171.0"
+want="${1:-all}"
+pkgs=()
+case "$want" in
+  claude) pkgs=("$CLAUDE_PKG") ;;
+  codex) pkgs=("$CODEX_PKG") ;;
+  all) pkgs=("$CLAUDE_PKG" "$CODEX_PKG") ;;
+  *) echo "usage: $0 [claude|codex|all]" >&2; exit 2 ;;
+esac
+mkdir -p "$prefix"
+npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "${pkgs[@]}"
+echo "claude: $("$here/bin.sh" claude)"
+echo "codex:  $("$here/bin.sh" codex)"

@@ -1,0 +1,170 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// anthropicRequest is the part of a Messages API request the fake reads.
+type anthropicRequest struct {
+	Model     string          `json:"model"`
+	Stream    bool            `json:"stream"`
+	System    json.RawMessage `json:"system"`
+	Messages  []anthropicMsg  `json:"messages"`
+	MaxTokens int             `json:"max_tokens"`
+}
+
+type anthropicMsg struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type anthropicBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Content json.RawMessage `json:"content"`
+}
+
+// anthropicText flattens a string-or-blocks content value. Blocks that are
+// only a harness's <system-reminder> are left out: they are not what anyone
+// typed. It reports whether the content was tool results only.
+func anthropicText(raw json.RawMessage) (text string, toolOnly bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, false
+	}
+	var blocks []anthropicBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return "", false
+	}
+	var parts []string
+	toolOnly = len(blocks) > 0
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			toolOnly = false
+			if strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
+				continue
+			}
+			parts = append(parts, b.Text)
+		case "tool_result":
+			if t, _ := anthropicText(b.Content); t != "" {
+				parts = append(parts, t)
+			}
+		case "tool_use":
+			toolOnly = false
+			parts = append(parts, fmt.Sprintf("[tool_use %s %s]", b.Name, b.Input))
+		default:
+			toolOnly = false
+		}
+	}
+	return strings.Join(parts, "\n"), toolOnly
+}
+
+func parseAnthropic(req *Request) (anthropicRequest, error) {
+	var ar anthropicRequest
+	if err := json.Unmarshal(req.Body, &ar); err != nil {
+		return ar, fmt.Errorf("decode messages request: %w", err)
+	}
+	req.Model, req.Stream = ar.Model, ar.Stream
+	req.System, _ = anthropicText(ar.System)
+	for _, m := range ar.Messages {
+		text, toolOnly := anthropicText(m.Content)
+		role := m.Role
+		if toolOnly {
+			role = "tool"
+		}
+		req.Messages = append(req.Messages, Message{Role: role, Text: text})
+	}
+	return ar, nil
+}
+
+func anthropicUsage(u Usage) map[string]any {
+	return map[string]any{
+		"input_tokens":                u.InputTokens,
+		"output_tokens":               u.OutputTokens,
+		"cache_read_input_tokens":     u.CacheReadTokens,
+		"cache_creation_input_tokens": u.CacheCreationTokens,
+	}
+}
+
+func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
+	req, err := newRequest(APIAnthropic, "messages", r)
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	if _, err := parseAnthropic(&req); err != nil {
+		s.record(req)
+		badRequest(w, err)
+		return
+	}
+	o := s.settings()
+	req.Reply = o.Reply(req)
+	id := "msg_fake" + s.record(req)
+	toks := tokens(req.Reply)
+	u := usageFor(o, req, len(toks))
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": req.Model,
+			"content":     []any{map[string]any{"type": "text", "text": req.Reply}},
+			"stop_reason": "end_turn", "stop_sequence": nil, "usage": anthropicUsage(u),
+		})
+		return
+	}
+	e := newSSE(w, r, o.TokenDelay)
+	start := u
+	start.OutputTokens = 1
+	steps := []func() error{
+		func() error {
+			return e.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+				"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+				"stop_reason": nil, "stop_sequence": nil, "usage": anthropicUsage(start)}})
+		},
+		func() error {
+			return e.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+				"content_block": map[string]any{"type": "text", "text": ""}})
+		},
+		func() error { return e.event("ping", map[string]any{"type": "ping"}) },
+	}
+	for _, step := range steps {
+		if step() != nil {
+			return
+		}
+	}
+	for i, t := range toks {
+		if e.pause(i) != nil {
+			return
+		}
+		if e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": t}}) != nil {
+			return
+		}
+	}
+	_ = e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	_ = e.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": anthropicUsage(u)})
+	_ = e.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
+	req, err := newRequest(APIAnthropic, "count_tokens", r)
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	_, perr := parseAnthropic(&req)
+	s.record(req)
+	if perr != nil {
+		badRequest(w, perr)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": usageFor(s.settings(), req, 0).InputTokens})
+}
