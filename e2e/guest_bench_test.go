@@ -236,11 +236,13 @@ func setupGuestBench(b *testing.B) *guestBench {
 	b.Helper()
 	s, imgs := benchSetup(b) // builds and ensures the fake image
 	guestBenchOnce.Do(func() {
-		tmp, err := os.MkdirTemp("", "gbench-")
+		// Everything lives under the suite's guest artifact directory, which Suite.Close (TestMain) removes.
+		art, err := s.GuestArtifacts(context.Background())
 		if err != nil {
 			guestBenchErr = err
 			return
 		}
+		tmp := filepath.Join(art, "gbench")
 		src := filepath.Join(tmp, "src")
 		helperDir := filepath.Join(tmp, "bin")
 		for _, d := range []string{src, helperDir} {
