@@ -79,11 +79,7 @@ func codexHome(home string) string { return filepath.Join(home, ".codex") }
 // Launch implements harness.Adapter: "codex [-m model] [args]" or
 // "codex resume <id> [-m model] [args]"; CODEX_HOME points into the home.
 func (a *Adapter) Launch(req harness.LaunchRequest) (harness.Launch, error) {
-	l := harness.Launch{Path: a.opts.Binary, Env: map[string]string{
-		"CODEX_HOME": codexHome(req.Home),
-		// Codex reads these for its own diagnostics only; keep them quiet.
-		"NO_UPDATE_NOTIFIER": "1",
-	}}
+	l := harness.Launch{Path: a.opts.Binary, Env: map[string]string{"CODEX_HOME": codexHome(req.Home)}}
 	var args []string
 	if req.ResumeSession != "" {
 		if _, err := uuid.Parse(req.ResumeSession); err != nil {

@@ -26,6 +26,7 @@ func TestSeedConfigFresh(t *testing.T) {
 	for _, want := range []string{
 		`model = "gpt-5.1-codex"`,
 		`model_provider = "aicli"`,
+		"check_for_update_on_startup = false",
 		"[model_providers.aicli]\nname = \"aicli\"\nbase_url = \"http://127.0.0.1:4000/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"",
 		"[projects.\"/workspace\"]\ntrust_level = \"trusted\"",
 		"[features]\ndaemon_auto_start = false",

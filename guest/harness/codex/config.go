@@ -13,8 +13,8 @@ const ConfigPath = ".codex/config.toml"
 
 // SeedFiles implements harness.Adapter: CODEX_HOME/config.toml with the
 // provider (when the request names a base URL), the working directory trusted,
-// the app-server daemon off, the screen-reader and model-migration notices
-// answered, and analytics off. The seeded keys are rewritten on every launch;
+// the app-server daemon off, the update check off, the screen-reader and
+// model-migration notices answered, and analytics off. The seeded keys are rewritten on every launch;
 // tables the CLI or a user added are kept.
 func (a *Adapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, error) {
 	seed := seedConfig(req)
@@ -63,6 +63,7 @@ func seedConfig(req harness.LaunchRequest) tomlDoc {
 	if req.Model != "" {
 		d.root = append(d.root, kv{"model", quote(req.Model)})
 	}
+	d.root = append(d.root, kv{"check_for_update_on_startup", "false"})
 	if base := req.Env[BaseURLEnv]; base != "" {
 		d.root = append(d.root, kv{"model_provider", quote(ProviderID)})
 		d.tables = append(d.tables, table{header: "model_providers." + ProviderID, keys: []kv{
