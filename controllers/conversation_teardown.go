@@ -79,11 +79,10 @@ func (r *ConversationReconciler) stopRun(ctx context.Context, conv *v1alpha1.Con
 func (r *ConversationReconciler) unplannedPause(ctx context.Context, conv *v1alpha1.Conversation, why string) error {
 	r.Logger.Warn("unplanned pause", "conversation", conv.Namespace+"/"+conv.Name, "reason", why)
 	r.condition(conv, v1alpha1.ConditionContainerRunning, metav1.ConditionFalse, ReasonUnplannedPause, why)
-	status := conv.Status
 	if err := r.teardown(ctx, conv, v1alpha1.ConversationPaused); err != nil {
 		return err
 	}
-	status = conv.Status
+	status := conv.Status
 	conv.Spec.DesiredState = v1alpha1.ConversationPaused
 	if err := r.Client.Update(ctx, conv); err != nil {
 		return err

@@ -22,7 +22,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "aicli_apiserver_requests_total", Help: "API requests by method and response code.",
 		}, []string{"method", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "aicli_apiserver_request_duration_seconds", Help: "API request latency (watches excluded).",
+			Name: "aicli_apiserver_request_duration_seconds", Help: "API request latency (watches, follows and websocket upgrades excluded).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}, []string{"method"}),
 	}
@@ -35,7 +35,7 @@ func (m *Metrics) observe(r *http.Request, code int, d time.Duration) {
 		return
 	}
 	m.requests.WithLabelValues(r.Method, strconv.Itoa(code)).Inc()
-	if r.URL.Query().Get("watch") == "" {
+	if q := r.URL.Query(); q.Get("watch") == "" && q.Get("follow") == "" && r.Header.Get("Upgrade") == "" {
 		m.latency.WithLabelValues(r.Method).Observe(d.Seconds())
 	}
 }
