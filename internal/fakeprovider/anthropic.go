@@ -107,6 +107,15 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := s.settings()
+	var tc *ToolCall
+	if o.ToolCall != nil {
+		tc = o.ToolCall(req)
+	}
+	if tc != nil {
+		req.Reply = fmt.Sprintf("[tool_use %s %s]", tc.Name, tc.Input)
+		s.anthropicToolUse(w, r, "msg_fake"+s.record(req), req, o, tc)
+		return
+	}
 	req.Reply = o.Reply(req)
 	id := "msg_fake" + s.record(req)
 	toks := tokens(req.Reply)
@@ -167,4 +176,30 @@ func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": usageFor(s.settings(), req, 0).InputTokens})
+}
+
+// anthropicToolUse answers with one tool_use block (stop_reason tool_use).
+func (s *Server) anthropicToolUse(w http.ResponseWriter, r *http.Request, id string, req Request, o Options, tc *ToolCall) {
+	u := usageFor(o, req, 1)
+	block := map[string]any{"type": "tool_use", "id": "toolu_" + id, "name": tc.Name, "input": json.RawMessage(tc.Input)}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{block},
+			"stop_reason": "tool_use", "stop_sequence": nil, "usage": anthropicUsage(u)})
+		return
+	}
+	e := newSSE(w, r, 0)
+	start := u
+	start.OutputTokens = 1
+	_ = e.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": anthropicUsage(start)}})
+	_ = e.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]any{"type": "tool_use", "id": "toolu_" + id, "name": tc.Name, "input": map[string]any{}}})
+	_ = e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+		"delta": map[string]any{"type": "input_json_delta", "partial_json": string(tc.Input)}})
+	_ = e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	_ = e.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": anthropicUsage(u)})
+	_ = e.event("message_stop", map[string]any{"type": "message_stop"})
 }

@@ -90,6 +90,14 @@ func (r Request) HasText(s string) bool {
 	return false
 }
 
+// ToolCall is a tool invocation the fake answers with.
+type ToolCall struct {
+	// Name is the tool's name as the CLI declared it (e.g. Bash).
+	Name string
+	// Input is the tool's JSON arguments.
+	Input json.RawMessage
+}
+
 // ReplyFunc computes the reply text for a request.
 type ReplyFunc func(Request) string
 
@@ -104,6 +112,9 @@ type Options struct {
 	Reply ReplyFunc
 	// TokenDelay is the pause before each streamed token after the first.
 	TokenDelay time.Duration
+	// ToolCall, when set and returning non-nil, makes the reply a tool call
+	// instead of text. Only the Anthropic Messages API honours it so far.
+	ToolCall func(Request) *ToolCall
 	// Usage, when set, is reported for every reply instead of an estimate
 	// (input ≈ words of the history, output = streamed tokens).
 	Usage *Usage
@@ -164,6 +175,13 @@ func (s *Server) SetReply(f ReplyFunc) {
 func (s *Server) SetTokenDelay(d time.Duration) {
 	s.mu.Lock()
 	s.opts.TokenDelay = d
+	s.mu.Unlock()
+}
+
+// SetToolCall sets the tool-call function (nil: always text).
+func (s *Server) SetToolCall(f func(Request) *ToolCall) {
+	s.mu.Lock()
+	s.opts.ToolCall = f
 	s.mu.Unlock()
 }
 

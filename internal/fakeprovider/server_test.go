@@ -343,3 +343,43 @@ func TestTokens(t *testing.T) {
 		t.Fatal("tokens lose text")
 	}
 }
+
+func TestAnthropicToolCall(t *testing.T) {
+	s := start(t, Options{})
+	s.SetToolCall(func(r Request) *ToolCall {
+		if r.Messages[len(r.Messages)-1].Role == "tool" {
+			return nil
+		}
+		return &ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)}
+	})
+	resp := post(t, s.URL()+"/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"list"}]}`)
+	evs := readSSE(t, resp.Body)
+	var start, delta, md map[string]any
+	for _, e := range evs {
+		switch e.name {
+		case "content_block_start":
+			start = e.data["content_block"].(map[string]any)
+		case "content_block_delta":
+			delta = e.data["delta"].(map[string]any)
+		case "message_delta":
+			md = e.data["delta"].(map[string]any)
+		}
+	}
+	if start["type"] != "tool_use" || start["name"] != "Bash" || delta["type"] != "input_json_delta" ||
+		delta["partial_json"] != `{"command":"ls"}` || md["stop_reason"] != "tool_use" {
+		t.Fatalf("tool call events: %v %v %v", start, delta, md)
+	}
+	// With the tool result in the history the fake answers with text again.
+	resp = post(t, s.URL()+"/v1/messages", `{"model":"m","messages":[{"role":"user","content":"list"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.txt"}]}]}`)
+	var msg struct{ Content []struct{ Type, Text string } }
+	_ = json.NewDecoder(resp.Body).Decode(&msg)
+	if len(msg.Content) != 1 || msg.Content[0].Type != "text" {
+		t.Fatalf("after the tool result: %+v", msg)
+	}
+	r := s.Conversations()[1]
+	if r.Messages[2] != (Message{"tool", "a.txt"}) {
+		t.Fatalf("tool result logged as %+v", r.Messages[2])
+	}
+}

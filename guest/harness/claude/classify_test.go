@@ -40,6 +40,8 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		{"idle-after-reply.txt", ptyapi.StatusIdle},
 		// The folder-trust dialog draws a "❯" option line; it must not read as the prompt.
 		{"waiting-trust-folder.txt", ptyapi.StatusWaitingForInput},
+		// A Bash permission prompt (--permission-mode default, tool call from the fake provider).
+		{"waiting-permission-bash.txt", ptyapi.StatusWaitingForInput},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -103,3 +103,30 @@ func TestParseTranscriptBlocks(t *testing.T) {
 		t.Error("a malformed line parsed without error")
 	}
 }
+
+// tool-call.jsonl is a real session: the fake provider answered with a Bash
+// tool call, the user approved the permission prompt, the CLI ran it.
+func TestParseTranscriptCapturedToolCall(t *testing.T) {
+	data, err := os.ReadFile("testdata/sessions/tool-call.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(Options{}).ParseTranscript(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ role, text string }{
+		{ptyapi.RoleUser, "please make a file"},
+		{ptyapi.RoleTool, `Bash {"command":"touch /tmp/cap-claude-perm/work/made-by-tool","description":"Create a file"}`},
+		{ptyapi.RoleTool, "(Bash completed with no output)"},
+		{ptyapi.RoleAssistant, "echo: please make a file"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Role != w.role || got[i].Text != w.text {
+			t.Errorf("entry %d = %s %q; want %s %q", i, got[i].Role, got[i].Text, w.role, w.text)
+		}
+	}
+}

@@ -10,7 +10,8 @@
 // Steps (separated by ';'): send:<text> (the adapter's formatted message,
 // written raw), msg:<text> (ptyhost SendMessage, waits for IDLE), sleep:<dur>,
 // waitfor:<regexp> (on the screen, 60s), waitidle (adapter status IDLE, 60s),
-// key:<enter|esc|down|up|tab|ctrl-c>, delay:<dur> (provider per-token delay).
+// key:<enter|esc|down|up|tab|ctrl-c>, delay:<dur> (provider per-token delay),
+// tool:<Name>:<json> (answer model calls with this tool call until a tool result comes back).
 package main
 
 import (
@@ -61,6 +62,7 @@ func run() error {
 	steps := flag.String("steps", "waitidle;send:hello;waitidle", "script")
 	delay := flag.Duration("token-delay", 0, "provider per-token delay")
 	debug := flag.Bool("debug", false, "ptyhost debug log")
+	extra := flag.String("args", "", "extra CLI arguments, space separated")
 	untrusted := flag.Bool("untrusted", false, "seed config without trusting the working directory")
 	flag.Parse()
 	if *out == "" || *bin == "" {
@@ -128,7 +130,7 @@ func run() error {
 	ctx := context.Background()
 	t0 := time.Now()
 	resp, err := h.Start(ctx, ptyapi.StartRequest{Harness: *name, Model: *model, Env: env, ResumeSession: *resume,
-		WorkDir: *workDir})
+		WorkDir: *workDir, Args: strings.Fields(*extra)})
 	if err != nil {
 		return err
 	}
@@ -196,6 +198,18 @@ func run() error {
 				return err
 			}
 			time.Sleep(d)
+		case "tool":
+			// tool:<Name>:<json input> — the next model calls (until their
+			// history holds a tool result) answer with this tool call.
+			tname, input, _ := strings.Cut(arg, ":")
+			prov.SetToolCall(func(r fakeprovider.Request) *fakeprovider.ToolCall {
+				for _, m := range r.Messages {
+					if m.Role == "tool" {
+						return nil
+					}
+				}
+				return &fakeprovider.ToolCall{Name: tname, Input: json.RawMessage(input)}
+			})
 		case "delay":
 			d, err := time.ParseDuration(arg)
 			if err != nil {
