@@ -112,6 +112,13 @@ func (s *Server) openaiResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := s.settings()
+	if o.ToolCall != nil && len(req.JSONSchema) == 0 {
+		if tc := o.ToolCall(req); tc != nil {
+			req.Reply = fmt.Sprintf("[function_call %s %s]", tc.Name, tc.Input)
+			s.openaiFunctionCall(w, r, s.record(req), req, o, tc)
+			return
+		}
+	}
 	req.Reply = o.Reply(req)
 	if len(req.JSONSchema) > 0 {
 		req.Reply = string(ValueForSchema(req.JSONSchema, req.Reply))
@@ -179,4 +186,40 @@ func (s *Server) openaiModels(w http.ResponseWriter, r *http.Request) {
 		data = append(data, map[string]any{"id": m, "object": "model", "owned_by": "fake"})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// openaiFunctionCall answers with one function_call output item.
+func (s *Server) openaiFunctionCall(w http.ResponseWriter, r *http.Request, n string, req Request, o Options, tc *ToolCall) {
+	respID, itemID, callID := "resp_fake"+n, "fc_fake"+n, "call_fake"+n
+	u := usageFor(o, req, 1)
+	item := func(status, args string) map[string]any {
+		return map[string]any{"id": itemID, "type": "function_call", "status": status, "name": tc.Name,
+			"call_id": callID, "arguments": args}
+	}
+	done := item("completed", string(tc.Input))
+	resp := func(status string, output []any, usage any) map[string]any {
+		return map[string]any{"id": respID, "object": "response", "created_at": time.Now().Unix(),
+			"status": status, "model": req.Model, "output": output, "usage": usage}
+	}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, resp("completed", []any{done}, responsesUsage(u)))
+		return
+	}
+	e := newSSE(w, r, 0)
+	seq := 0
+	ev := func(name string, body map[string]any) {
+		body["type"] = name
+		body["sequence_number"] = seq
+		seq++
+		_ = e.event(name, body)
+	}
+	ev("response.created", map[string]any{"response": resp("in_progress", []any{}, nil)})
+	ev("response.in_progress", map[string]any{"response": resp("in_progress", []any{}, nil)})
+	ev("response.output_item.added", map[string]any{"output_index": 0, "item": item("in_progress", "")})
+	ev("response.function_call_arguments.delta", map[string]any{"item_id": itemID, "output_index": 0,
+		"delta": string(tc.Input)})
+	ev("response.function_call_arguments.done", map[string]any{"item_id": itemID, "output_index": 0,
+		"arguments": string(tc.Input)})
+	ev("response.output_item.done", map[string]any{"output_index": 0, "item": done})
+	ev("response.completed", map[string]any{"response": resp("completed", []any{done}, responsesUsage(u))})
 }

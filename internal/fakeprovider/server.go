@@ -113,7 +113,8 @@ type Options struct {
 	// TokenDelay is the pause before each streamed token after the first.
 	TokenDelay time.Duration
 	// ToolCall, when set and returning non-nil, makes the reply a tool call
-	// instead of text. Only the Anthropic Messages API honours it so far.
+	// instead of text (Anthropic tool_use, OpenAI Responses function_call;
+	// structured-output side calls always get JSON).
 	ToolCall func(Request) *ToolCall
 	// Usage, when set, is reported for every reply instead of an estimate
 	// (input ≈ words of the history, output = streamed tokens).

@@ -383,3 +383,33 @@ func TestAnthropicToolCall(t *testing.T) {
 		t.Fatalf("tool result logged as %+v", r.Messages[2])
 	}
 }
+
+func TestOpenAIFunctionCall(t *testing.T) {
+	s := start(t, Options{ToolCall: func(r Request) *ToolCall {
+		return &ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"ls"}`)}
+	}})
+	resp := post(t, s.URL()+"/v1/responses", `{"model":"gpt-x","stream":true,"input":"list"}`)
+	evs := readSSE(t, resp.Body)
+	var names []string
+	for _, e := range evs {
+		names = append(names, e.name)
+	}
+	want := "response.created response.in_progress response.output_item.added response.function_call_arguments.delta " +
+		"response.function_call_arguments.done response.output_item.done response.completed"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("events %v", names)
+	}
+	item := evs[5].data["item"].(map[string]any)
+	if item["type"] != "function_call" || item["name"] != "exec_command" || item["arguments"] != `{"cmd":"ls"}` ||
+		item["call_id"] == "" {
+		t.Fatalf("item %v", item)
+	}
+	// Structured-output side calls still get JSON, not a tool call.
+	resp = post(t, s.URL()+"/v1/responses", `{"model":"gpt-x","input":"t","text":{"format":{"type":"json_schema",
+		"schema":{"type":"object","properties":{"title":{"type":"string"}}}}}}`)
+	var r struct{ Output []struct{ Type string } }
+	_ = json.NewDecoder(resp.Body).Decode(&r)
+	if len(r.Output) != 1 || r.Output[0].Type != "message" {
+		t.Fatalf("side call answered with %+v", r.Output)
+	}
+}

@@ -20,6 +20,8 @@ const (
 	TurnDone = "Worked for"
 	// ShortcutsHint is in the footer whenever the composer is shown.
 	ShortcutsHint = "? for shortcuts"
+	// Approved starts the line Codex prints when a command was approved mid-turn.
+	Approved = "✔ You approved"
 	// Header is the first line of the session header.
 	Header = ">_ OpenAI Codex"
 )
@@ -93,8 +95,9 @@ func turnRunning(history []string) bool {
 			return false
 		case strings.HasPrefix(t, NoticePrefix), strings.HasPrefix(t, Header):
 			return false
-		case strings.HasPrefix(l, ReplyPrefix), strings.HasPrefix(l, ComposerPrefix):
-			// A reply cell or a submitted message with no end-of-turn line below it.
+		case strings.HasPrefix(l, ReplyPrefix), strings.HasPrefix(l, ComposerPrefix), strings.HasPrefix(t, Approved):
+			// A reply cell, a submitted message or an approval with no
+			// end-of-turn line below it.
 			return true
 		case isLogo(t):
 			return false

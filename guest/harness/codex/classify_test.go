@@ -40,6 +40,11 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		{"busy-resuming.txt", ptyapi.StatusBusy},
 		{"idle-resumed.txt", ptyapi.StatusIdle},
 		{"waiting-trust-folder.txt", ptyapi.StatusWaitingForInput},
+		// An exec_command with require_escalated from the fake provider.
+		{"waiting-approve-command.txt", ptyapi.StatusWaitingForInput},
+		{"busy-after-approval-ran.txt", ptyapi.StatusBusy},
+		{"busy-reply-after-tool-no-spinner.txt", ptyapi.StatusBusy},
+		{"idle-after-tool-turn.txt", ptyapi.StatusIdle},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -85,6 +90,10 @@ func TestClassifyNoCues(t *testing.T) {
 	a := New(Options{})
 	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"", "loading", ""}}); ok {
 		t.Fatalf("blank screen classified %q", st)
+	}
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"› go", "✔ You approved codex to run ls this time",
+		"› Ask Codex to do anything", "  ? for shortcuts"}}); !ok || st != ptyapi.StatusBusy {
+		t.Fatalf("approved, command not yet drawn: %q %v", st, ok)
 	}
 	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"■ Conversation interrupted", "› Ask Codex to do anything",
 		"  ? for shortcuts"}}); !ok || st != ptyapi.StatusIdle {

@@ -105,8 +105,8 @@ func itemEntry(it responseItem, ts time.Time, raw []byte) (harness.TranscriptEnt
 	case "local_shell_call":
 		role, text, id = ptyapi.RoleTool, "shell "+string(it.Action), it.ID
 	case "function_call_output", "custom_tool_call_output":
-		role, text = ptyapi.RoleTool, strings.TrimSpace(outputText(it.Output))
-		if it.CallID != "" {
+		role, text, id = ptyapi.RoleTool, strings.TrimSpace(outputText(it.Output)), it.ID
+		if id == "" && it.CallID != "" {
 			id = it.CallID + ":output"
 		}
 	default:

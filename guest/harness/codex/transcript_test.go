@@ -109,3 +109,33 @@ func TestParseTranscriptToolItems(t *testing.T) {
 		t.Error("line-hash id not stable across re-reads")
 	}
 }
+
+// approved-command.jsonl is a real rollout: the fake provider asked for an
+// exec_command needing approval, the user approved it, Codex ran it and replied.
+func TestParseTranscriptCapturedToolCall(t *testing.T) {
+	data, err := os.ReadFile("testdata/sessions/approved-command.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(Options{}).ParseTranscript(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ role, prefix string }{
+		{ptyapi.RoleUser, "please make a file"},
+		{ptyapi.RoleTool, `exec_command {"cmd":"touch /tmp/cap-codex-perm/made-by-tool"`},
+		{ptyapi.RoleTool, "Chunk ID:"},
+		{ptyapi.RoleAssistant, "echo: please make a file"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Role != w.role || !strings.HasPrefix(got[i].Text, w.prefix) {
+			t.Errorf("entry %d = %s %q; want %s %q…", i, got[i].Role, got[i].Text, w.role, w.prefix)
+		}
+	}
+	if !strings.HasPrefix(got[2].ID, "fco_") {
+		t.Errorf("tool output id %q, want the item's own id", got[2].ID)
+	}
+}

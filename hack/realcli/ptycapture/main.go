@@ -252,7 +252,10 @@ func run() error {
 	if err := os.WriteFile(filepath.Join(*out, "requests.json"), reqs, 0o644); err != nil {
 		return err
 	}
-	for _, r := range prov.Requests() {
+	for i, r := range prov.Requests() {
+		if err := os.WriteFile(filepath.Join(*out, fmt.Sprintf("body-%03d.json", i)), r.Body, 0o644); err != nil {
+			return err
+		}
 		fmt.Printf("request %s %s %s model=%s stream=%v msgs=%d reply=%q\n", r.API, r.Op, r.Path, r.Model, r.Stream,
 			len(r.Messages), trunc(r.Reply, 60))
 	}
