@@ -28,7 +28,11 @@
 //	m/compact                             first retained watch-log sequence (uint64 BE)
 //	m/version                             key layout version ("1")
 //	e/<seq BE8>                           watch log: value is the event's h/ key
-//	o/<resource>/<namespace>/<name>       current object (JSON); Open reads only these
+//	o/<resource>/<namespace>/<name>       current object: the seq (BE8) of its latest
+//	                                      history entry, which holds the object (stores
+//	                                      written before this layout hold the object JSON
+//	                                      itself; both forms are read). Open reads these
+//	                                      and seeks h/ forward once per object
 //	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history: the event record
 //	                                      (JSON: type, time, labelsChanged, prevLabels,
 //	                                      object; seq and address come from the key)

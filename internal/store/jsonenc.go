@@ -173,9 +173,10 @@ func canonical(v interface{}) (out interface{}, ok bool, err error) {
 	return nil, false, nil
 }
 
-// encodeRecordFast appends the record JSON (see record) around an already
-// encoded object to b, without re-validating the object.
-func encodeRecordFast(b []byte, ev *event, objJSON []byte) []byte {
+// encodeRecord appends the record JSON (see record) of ev, object
+// included, to b. The object comes last, so recordObject can find it without
+// decoding the record.
+func encodeRecord(b []byte, ev *event) ([]byte, error) {
 	b = append(b, `{"type":`...)
 	b = appendJSONString(b, ev.typ)
 	b = append(b, `,"time":"`...)
@@ -196,6 +197,89 @@ func encodeRecordFast(b []byte, ev *event, objJSON []byte) []byte {
 		b = append(b, '}')
 	}
 	b = append(b, `,"object":`...)
-	b = append(b, objJSON...)
-	return append(b, '}')
+	b, err := appendJSON(b, ev.obj.Object)
+	if err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
+// recordObject returns the object JSON inside a stored history record.
+func recordObject(rec []byte) ([]byte, error) {
+	if obj, ok := recordObjectFast(rec); ok {
+		return obj, nil
+	}
+	var r record
+	if err := json.Unmarshal(rec, &r); err != nil {
+		return nil, fmt.Errorf("decode history record: %w", err)
+	}
+	return r.Object, nil
+}
+
+// recordObjectFast finds the object in a record laid out by encodeRecord
+// without decoding it; ok is false for any other layout.
+func recordObjectFast(rec []byte) (obj []byte, ok bool) {
+	p, ok := cutPrefix(rec, `{"type":`)
+	if ok {
+		p, ok = skipJSONString(p)
+	}
+	if ok {
+		p, ok = cutPrefix(p, `,"time":`)
+	}
+	if ok {
+		p, ok = skipJSONString(p)
+	}
+	if !ok {
+		return nil, false
+	}
+	if q, labels := cutPrefix(p, `,"labelsChanged":true,"prevLabels":{`); labels {
+		p = q
+		for first := true; ; first = false {
+			if len(p) > 0 && p[0] == '}' {
+				p = p[1:]
+				break
+			}
+			if !first {
+				if p, ok = cutPrefix(p, ","); !ok {
+					return nil, false
+				}
+			}
+			if p, ok = skipJSONString(p); ok {
+				p, ok = cutPrefix(p, ":")
+			}
+			if ok {
+				p, ok = skipJSONString(p)
+			}
+			if !ok {
+				return nil, false
+			}
+		}
+	}
+	if p, ok = cutPrefix(p, `,"object":`); !ok || len(p) < 3 || p[0] != '{' || p[len(p)-1] != '}' {
+		return nil, false
+	}
+	return p[:len(p)-1], true
+}
+
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// skipJSONString skips the JSON string at the start of b.
+func skipJSONString(b []byte) ([]byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return b, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return b[i+1:], true
+		}
+	}
+	return b, false
 }

@@ -29,20 +29,36 @@ func eventKey(seq uint64) []byte {
 	return k
 }
 
-func objectKey(resource, ns, name string) []byte {
-	return []byte(prefixObject + resource + "/" + ns + "/" + name)
-}
-
 func historyPrefix(resource, ns, name string) []byte {
 	return []byte(prefixHistory + resource + "/" + ns + "/" + name + "/")
 }
 
-func historyKey(resource, ns, name string, seq uint64) []byte {
-	p := historyPrefix(resource, ns, name)
-	k := make([]byte, len(p)+8)
-	copy(k, p)
-	binary.BigEndian.PutUint64(k[len(p):], seq)
-	return k
+// appendObjectKey appends o/<resource>/<ns>/<name> to dst.
+func appendObjectKey(dst []byte, resource, ns, name string) []byte {
+	dst = append(dst, prefixObject...)
+	return appendAddress(dst, resource, ns, name)
+}
+
+// appendHistoryKey appends h/<resource>/<ns>/<name>/<seq BE8> to dst.
+func appendHistoryKey(dst []byte, resource, ns, name string, seq uint64) []byte {
+	dst = append(dst, prefixHistory...)
+	dst = appendAddress(dst, resource, ns, name)
+	dst = append(dst, '/')
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// appendEventKey appends e/<seq BE8> to dst.
+func appendEventKey(dst []byte, seq uint64) []byte {
+	dst = append(dst, prefixEvent...)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+func appendAddress(dst []byte, resource, ns, name string) []byte {
+	dst = append(dst, resource...)
+	dst = append(dst, '/')
+	dst = append(dst, ns...)
+	dst = append(dst, '/')
+	return append(dst, name...)
 }
 
 func kvKey(bucket, key string) []byte {

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -249,14 +251,35 @@ func (s *Store) load() error {
 		return fmt.Errorf("store: iterate objects: %w", err)
 	}
 	defer it.Close()
+	// Projections point at history entries. o/ and h/ keys sort by the same
+	// address, so one history iterator only ever seeks forward.
+	hit, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte(prefixHistory), UpperBound: prefixEnd([]byte(prefixHistory)),
+	})
+	if err != nil {
+		return fmt.Errorf("store: iterate history: %w", err)
+	}
+	defer hit.Close()
 	s.w.objs = map[objKey]*entry{}
 	n := 0
+	var hk []byte
 	for it.First(); it.Valid(); it.Next() {
 		res, ns, name, err := splitObjectKey(it.Key())
 		if err != nil {
 			return err
 		}
-		obj, err := decodeObject(it.Value())
+		objJSON := it.Value()
+		if len(objJSON) == 8 {
+			seq := binary.BigEndian.Uint64(objJSON)
+			hk = appendHistoryKey(hk[:0], res, ns, name, seq)
+			if !hit.SeekGE(hk) || !bytes.Equal(hit.Key(), hk) {
+				return fmt.Errorf("store: object %s/%s/%s: history entry %d is missing", res, ns, name, seq)
+			}
+			if objJSON, err = recordObject(hit.Value()); err != nil {
+				return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
+			}
+		} // else: an object JSON projection written by an earlier build
+		obj, err := decodeObject(objJSON)
 		if err != nil {
 			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
 		}
@@ -265,7 +288,7 @@ func (s *Store) load() error {
 		s.indexPut(res, nsName{ns, name}, e)
 		n++
 	}
-	if err := it.Error(); err != nil {
+	if err := errors.Join(it.Error(), hit.Error()); err != nil {
 		return fmt.Errorf("store: load objects: %w", err)
 	}
 	s.w.seq = rv

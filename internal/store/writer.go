@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -50,8 +51,8 @@ type writerState struct {
 	seq         uint64
 	compactFrom uint64
 	groups      uint64 // groups formed so far (group.idx)
-	// objBuf and recBuf are reused encode buffers.
-	objBuf, recBuf []byte
+	// recBuf, keyBuf and okBuf are reused encode buffers.
+	recBuf, keyBuf, okBuf []byte
 }
 
 type change struct {
@@ -310,12 +311,6 @@ func (s *Store) nextSeq(g *group) uint64 {
 // updates the writer view. obj must already carry resourceVersion = seq.
 func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string, now time.Time,
 	obj *unstructured.Unstructured, prev *entry, remove bool) error {
-	// Batch.Set copies keys and values, so the encode buffers are reused.
-	objJSON, err := appendJSON(s.w.objBuf[:0], obj.Object)
-	s.w.objBuf = objJSON
-	if err != nil {
-		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
-	}
 	ev := &event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, obj: obj}
 	if prev != nil {
 		newLabels := obj.GetLabels()
@@ -327,20 +322,32 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 			}
 		}
 	}
-	rec := encodeRecordFast(s.w.recBuf[:0], ev, objJSON)
+	// The object is encoded once, straight into the history record. Batch.Set
+	// copies keys and values, so all buffers are reused across events.
+	rec, err := encodeRecord(s.w.recBuf[:0], ev)
 	s.w.recBuf = rec
-	ok := objectKey(k.resource, k.ns, k.name)
-	hk := historyKey(k.resource, k.ns, k.name, seq)
+	if err != nil {
+		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
+	}
+	s.w.keyBuf = appendEventKey(s.w.keyBuf[:0], seq)
+	ekLen := len(s.w.keyBuf)
+	s.w.keyBuf = appendHistoryKey(s.w.keyBuf, k.resource, k.ns, k.name, seq)
+	ek, hk := s.w.keyBuf[:ekLen:ekLen], s.w.keyBuf[ekLen:]
 	// The watch log entry points at the history entry, which holds the
-	// record; history is never trimmed, so the pointer stays valid.
+	// record; history is never trimmed, so the pointer stays valid. The
+	// projection points at the object's latest history entry too: the object
+	// is written once per event.
 	err = errors.Join(
-		b.Set(eventKey(seq), hk, nil),
+		b.Set(ek, hk, nil),
 		b.Set(hk, rec, nil),
 	)
+	s.w.okBuf = appendObjectKey(s.w.okBuf[:0], k.resource, k.ns, k.name)
 	if remove {
-		err = errors.Join(err, b.Delete(ok, nil))
+		err = errors.Join(err, b.Delete(s.w.okBuf, nil))
 	} else {
-		err = errors.Join(err, b.Set(ok, objJSON, nil))
+		var ptr [8]byte
+		binary.BigEndian.PutUint64(ptr[:], seq)
+		err = errors.Join(err, b.Set(s.w.okBuf, ptr[:], nil))
 	}
 	if err != nil {
 		return fmt.Errorf("store: build batch: %w", err)
