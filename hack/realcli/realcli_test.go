@@ -40,8 +40,12 @@ var specs = []cliSpec{
 		model: "claude-opus-4-6",
 	},
 	{
-		name:    codex.Name,
-		adapter: func(bin string) harness.Adapter { return codex.New(codex.Options{Binary: bin}) },
+		name: codex.Name,
+		adapter: func(bin string) harness.Adapter {
+			// AICLI_CODEX_PASTE_PAUSE overrides the paste→Enter pause (to measure the minimum).
+			d, _ := time.ParseDuration(os.Getenv("AICLI_CODEX_PASTE_PAUSE"))
+			return codex.New(codex.Options{Binary: bin, PasteEnterPause: d})
+		},
 		env: func(url string) map[string]string {
 			return map[string]string{codex.BaseURLEnv: url + "/v1", codex.APIKeyEnv: "sk-fake-0123456789abcdefghijklmnop"}
 		},
@@ -201,6 +205,41 @@ func TestRealCLIs(t *testing.T) {
 			slow := se.turn("stream this reply slowly word by word so that it takes a while")
 			t.Logf("%s: slow-stream turn %v", s.name, slow.Round(time.Millisecond))
 			prov.SetTokenDelay(0)
+
+			// A message sent while the CLI is BUSY is queued and delivered at IDLE.
+			prov.SetTokenDelay(80 * time.Millisecond)
+			if err := se.h.SendMessage(context.Background(), "first of two queued"); err != nil {
+				t.Fatal(err)
+			}
+			se.waitFor("BUSY on the first", 30*time.Second, func() bool { return se.status().Status == ptyapi.StatusBusy })
+			if err := se.h.SendMessage(context.Background(), "second of two queued"); err != nil {
+				t.Fatalf("send while BUSY: %v", err)
+			}
+			se.waitFor("both queued replies", 60*time.Second, func() bool {
+				return se.hasEntry(ptyapi.RoleAssistant, "echo: first of two queued") &&
+					se.hasEntry(ptyapi.RoleAssistant, "echo: second of two queued") &&
+					se.status().Status == ptyapi.StatusIdle
+			})
+			prov.SetTokenDelay(0)
+			var second fakeprovider.Request
+			for _, r := range prov.Conversations() {
+				if r.LastUserText() == "second of two queued" {
+					second = r
+				}
+			}
+			if !second.HasText("echo: first of two queued") {
+				t.Fatalf("the queued message was not a turn of its own after the first reply: %+v", second.Messages)
+			}
+
+			// A multi-line message arrives whole as one user turn.
+			multi := "line one of three\nline two\nline three"
+			if err := se.h.SendMessage(context.Background(), multi); err != nil {
+				t.Fatal(err)
+			}
+			se.waitFor("multi-line turn", 60*time.Second, func() bool {
+				return se.hasEntry(ptyapi.RoleUser, multi) && se.hasEntry(ptyapi.RoleAssistant, "echo: "+multi) &&
+					se.status().Status == ptyapi.StatusIdle
+			})
 
 			se.waitFor("session id", 30*time.Second, func() bool { return se.status().SessionID != "" })
 			sid := se.status().SessionID
