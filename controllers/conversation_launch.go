@@ -243,10 +243,10 @@ func (r *ConversationReconciler) reconcileCLI(ctx context.Context, conv *v1alpha
 }
 
 func (r *ConversationReconciler) startRequest(conv *v1alpha1.Conversation, agent *v1alpha1.Agent) ptyapi.StartRequest {
+	// The working directory is the guest's default (the workspace mount).
 	req := ptyapi.StartRequest{
 		Harness: string(agent.Spec.Harness),
 		Model:   agent.Spec.Model,
-		WorkDir: guestWorkspace,
 		Env:     map[string]string{},
 	}
 	for _, e := range agent.Spec.Env {

@@ -228,7 +228,7 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	if st, err := os.Stat(req.WorkDir); err != nil || !st.IsDir() {
 		return ptyapi.StartResponse{}, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "workDir %q is not a directory", req.WorkDir)
 	}
-	lreq := harness.LaunchRequest{StartRequest: req, Home: h.opts.Home, WorkDir: req.WorkDir}
+	lreq := resumeOrFresh(adapter, harness.LaunchRequest{StartRequest: req, Home: h.opts.Home, WorkDir: req.WorkDir})
 	if err := h.prepareHome(adapter, lreq); err != nil {
 		return ptyapi.StartResponse{}, err
 	}
@@ -638,4 +638,26 @@ func (h *Host) discoverSession(a harness.Adapter, req harness.LaunchRequest, sin
 			return
 		}
 	}
+}
+
+// resumeOrFresh turns a resume of a session the CLI never wrote (no turn was
+// taken before the pause or crash) into a fresh launch: there is nothing to
+// resume, and CLIs refuse to resume a session they do not know. Harnesses that
+// pre-assign session ids keep the same id.
+func resumeOrFresh(a harness.Adapter, req harness.LaunchRequest) harness.LaunchRequest {
+	if req.ResumeSession == "" {
+		return req
+	}
+	path, err := a.SessionFile(req.Home, req.WorkDir, req.ResumeSession)
+	if err != nil {
+		return req
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return req
+	}
+	if a.Capabilities().PreassignSessionID {
+		req.SessionID = req.ResumeSession
+	}
+	req.ResumeSession = ""
+	return req
 }
