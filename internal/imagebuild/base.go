@@ -201,35 +201,57 @@ func (b *Builder) ensureBases(ctx context.Context, harness string, progress func
 		return err
 	}
 	for _, img := range bases {
-		def := defs[img]
-		ins, err := b.Docker.ImageInspect(ctx, img)
-		switch {
-		case err == nil:
-			if def == nil || !outdatedBase(ins, def) {
-				continue
-			}
-			b.logger().Info("base image is outdated: remaking it", "base", img, "definition", def.File)
-		case cerrdefs.IsNotFound(err):
-			if def == nil {
-				return &BaseImageMissingError{Harness: harness, Image: img}
-			}
-		default:
-			return fmt.Errorf("imagebuild: inspect base %s: %w", img, err)
+		if err := b.ensureBase(ctx, harness, img, defs[img], progress); err != nil {
+			return err
 		}
-		imp, ok := b.Docker.(BaseImporter)
-		if !ok {
-			return &BaseImageMissingError{Harness: harness, Image: img,
-				Err: fmt.Errorf("the engine client cannot import images")}
+	}
+	return nil
+}
+
+// EnsureBase makes sure the base image tag that a definition under BaseDir describes exists on the engine, making
+// it (or remaking one this package made from an older definition) if needed; progress (may be nil) receives the
+// making's output. Ensure does this on its own; EnsureBase lets a caller warm the base ahead of the first build.
+func (b *Builder) EnsureBase(ctx context.Context, tag string, progress func(string)) error {
+	defs, err := b.BaseDefs()
+	if err != nil {
+		return err
+	}
+	def := defs[tag]
+	if def == nil {
+		return fmt.Errorf("imagebuild: no base definition under %s/ makes %s", BaseDir, tag)
+	}
+	return b.ensureBase(ctx, "", tag, def, progress)
+}
+
+// ensureBase ensures one FROM image img of harness; def (nil when no definition describes img) says how to make it.
+func (b *Builder) ensureBase(ctx context.Context, harness, img string, def *BaseDef, progress func(string)) error {
+	ins, err := b.Docker.ImageInspect(ctx, img)
+	switch {
+	case err == nil:
+		if def == nil || !outdatedBase(ins, def) {
+			return nil
 		}
-		err = b.shared(ctx, baseKey(img), progress, func(bctx context.Context, p func(string)) error {
-			return b.makeBase(bctx, imp, def, p)
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				return err // this caller gave up; the making goes on for others
-			}
-			return &BaseImageMissingError{Harness: harness, Image: img, Err: err}
+		b.logger().Info("base image is outdated: remaking it", "base", img, "definition", def.File)
+	case cerrdefs.IsNotFound(err):
+		if def == nil {
+			return &BaseImageMissingError{Harness: harness, Image: img}
 		}
+	default:
+		return fmt.Errorf("imagebuild: inspect base %s: %w", img, err)
+	}
+	imp, ok := b.Docker.(BaseImporter)
+	if !ok {
+		return &BaseImageMissingError{Harness: harness, Image: img,
+			Err: fmt.Errorf("the engine client cannot import images")}
+	}
+	err = b.shared(ctx, baseKey(img), progress, func(bctx context.Context, p func(string)) error {
+		return b.makeBase(bctx, imp, def, p)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err // this caller gave up; the making goes on for others
+		}
+		return &BaseImageMissingError{Harness: harness, Image: img, Err: err}
 	}
 	return nil
 }

@@ -259,6 +259,33 @@ func TestEnsureMakesMissingBaseOnceThenBuilds(t *testing.T) {
 	}
 }
 
+func TestEnsureBase(t *testing.T) {
+	eng := newFakeEngine()
+	rf := &fakeRootfs{}
+	b := &Builder{Docker: eng, Defs: baseDefs(), Rootfs: rf, Logger: slog.New(slog.DiscardHandler)}
+	if err := b.EnsureBase(t.Context(), "user-base:2", nil); err == nil || !strings.Contains(err.Error(), "no base definition") {
+		t.Fatalf("undefined tag: %v", err)
+	}
+	var lines []string
+	if err := b.EnsureBase(t.Context(), "local-base:1", func(l string) { lines = append(lines, l) }); err != nil {
+		t.Fatal(err)
+	}
+	if rf.calls.Load() != 1 || eng.images["local-base:1"] == nil || !slices.Contains(lines, "I: Retrieving trixie") {
+		t.Fatalf("calls %d, images %v, lines %q", rf.calls.Load(), eng.images, lines)
+	}
+	if err := b.EnsureBase(t.Context(), "local-base:1", nil); err != nil || rf.calls.Load() != 1 {
+		t.Fatalf("second: %v, calls %d", err, rf.calls.Load())
+	}
+	rf.fail = errors.New("no mirror")
+	delete(eng.images, "local-base:1")
+	err := b.EnsureBase(t.Context(), "local-base:1", nil)
+	var missing *BaseImageMissingError
+	if !errors.As(err, &missing) || err.Error() != "imagebuild: base image local-base:1 could not be made: "+
+		"make root filesystem for local-base:1: no mirror" {
+		t.Fatalf("failure: %v", err)
+	}
+}
+
 func TestEnsureRemakesOnlyOutdatedManagedBases(t *testing.T) {
 	eng := newFakeEngine()
 	rf := &fakeRootfs{}

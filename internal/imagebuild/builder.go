@@ -40,6 +40,15 @@ const (
 // RepoPrefix starts every image repository name: the image for harness h is RepoPrefix+h.
 const RepoPrefix = "aicli-guest-"
 
+// BuildCAName is the build-context file holding extra CA certificates a definition's build stages may trust (a
+// TLS-intercepting proxy between this machine and a package registry). A Dockerfile that COPYs it gets it from
+// Builder.BuildCAFile; the real-CLI definitions use it only in their npm stage, never in the final image.
+const BuildCAName = "aicli-build-ca.crt"
+
+// DefaultBuildCAFile is the host's CA bundle (Debian's path), BuildCAFile's default: builds trust what the host
+// trusts.
+const DefaultBuildCAFile = "/etc/ssl/certs/ca-certificates.crt"
+
 // DefaultBuildTimeout bounds a build when Builder.BuildTimeout is zero.
 const DefaultBuildTimeout = 10 * time.Minute
 
@@ -73,6 +82,10 @@ type Builder struct {
 	// PruneOld removes older images of the same harness (by label) after a successful build; images still used
 	// by a container are kept.
 	PruneOld bool
+	// BuildCAFile is the PEM bundle supplied as BuildCAName to definitions that copy it; "" means
+	// DefaultBuildCAFile when it exists (else an empty file), "-" means an empty file. Its content is part of the
+	// image hash.
+	BuildCAFile string
 	// Rootfs makes the root filesystem of a missing base image (see BaseDef); nil means &Debootstrap{} (root and
 	// debootstrap needed). Bases are made only when Docker also implements BaseImporter.
 	Rootfs RootfsMaker
@@ -163,7 +176,11 @@ func (b *Builder) context(harness string) (*buildContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc, err := assemble(b.Defs, harness, dir)
+	ca, err := b.buildCA()
+	if err != nil {
+		return nil, err
+	}
+	bc, err := assemble(b.Defs, harness, dir, map[string][]byte{BuildCAName: ca})
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +199,28 @@ func (b *Builder) context(harness string) (*buildContext, error) {
 		bc.hash = hex.EncodeToString(h.Sum(nil))
 	}
 	return bc, nil
+}
+
+func (b *Builder) buildCA() ([]byte, error) {
+	switch b.BuildCAFile {
+	case "-":
+		return []byte{}, nil
+	case "":
+		data, err := os.ReadFile(DefaultBuildCAFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return []byte{}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("imagebuild: build CA bundle: %w", err)
+		}
+		return data, nil
+	default:
+		data, err := os.ReadFile(b.BuildCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("imagebuild: build CA bundle: %w", err)
+		}
+		return data, nil
+	}
 }
 
 func (b *Builder) artifactDir() (string, error) {
@@ -268,7 +307,7 @@ func (b *Builder) shared(ctx context.Context, key string, progress func(string),
 // Nothing is pulled: a base with a definition under BaseDir is made locally (Err says why that failed); any other
 // base must be built or imported first.
 type BaseImageMissingError struct {
-	// Harness is the definition.
+	// Harness is the definition ("" for EnsureBase).
 	Harness string
 	// Image is the missing base.
 	Image string
@@ -278,6 +317,9 @@ type BaseImageMissingError struct {
 
 // Error implements error.
 func (e *BaseImageMissingError) Error() string {
+	if e.Harness == "" {
+		return fmt.Sprintf("imagebuild: base image %s could not be made: %v", e.Image, e.Err)
+	}
 	if e.Err != nil {
 		return fmt.Sprintf("imagebuild: %s: base image %s is not present on the engine and making it failed: %v",
 			e.Harness, e.Image, e.Err)

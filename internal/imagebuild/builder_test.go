@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -112,7 +113,7 @@ func TestBaseImages(t *testing.T) {
 
 func TestAssembleContextAndHash(t *testing.T) {
 	dir := artifacts(t, "guest", "cli")
-	bc, err := assemble(testDefs(), "h", dir)
+	bc, err := assemble(testDefs(), "h", dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestAssembleContextAndHash(t *testing.T) {
 	}
 
 	// Same inputs → same hash and byte-identical context.
-	bc2, _ := assemble(testDefs(), "h", dir)
+	bc2, _ := assemble(testDefs(), "h", dir, nil)
 	var buf2 bytes.Buffer
 	_ = bc2.writeTar(&buf2)
 	if bc2.hash != bc.hash || !bytes.Equal(buf2.Bytes(), raw) {
@@ -162,27 +163,27 @@ func TestAssembleContextAndHash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cli"), []byte("binary cli v2"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bc3, _ := assemble(testDefs(), "h", dir)
+	bc3, _ := assemble(testDefs(), "h", dir, nil)
 	if bc3.hash == bc.hash {
 		t.Fatal("artifact change did not change the hash")
 	}
 	// A definition change changes the hash.
 	defs := testDefs()
 	defs["h/passwd"] = &fstest.MapFile{Data: []byte("root:x:0:0::/:/other\n")}
-	bc4, _ := assemble(defs, "h", dir)
+	bc4, _ := assemble(defs, "h", dir, nil)
 	if bc4.hash == bc3.hash {
 		t.Fatal("definition change did not change the hash")
 	}
 	// Unrelated files in the artifact dir do not matter.
 	_ = os.WriteFile(filepath.Join(dir, "unrelated"), []byte("x"), 0o644)
-	if bc5, _ := assemble(defs, "h", dir); bc5.hash != bc4.hash {
+	if bc5, _ := assemble(defs, "h", dir, nil); bc5.hash != bc4.hash {
 		t.Fatal("unrelated artifact changed the hash")
 	}
 }
 
 func TestAssembleErrors(t *testing.T) {
 	dir := artifacts(t, "guest") // "cli" missing
-	_, err := assemble(testDefs(), "h", dir)
+	_, err := assemble(testDefs(), "h", dir, nil)
 	var miss *MissingArtifactError
 	if !errors.As(err, &miss) || miss.Name != "cli" {
 		t.Fatalf("want MissingArtifactError for cli, got %v", err)
@@ -192,12 +193,12 @@ func TestAssembleErrors(t *testing.T) {
 	}
 	defs := testDefs()
 	defs["h/rootfs.dirs"] = &fstest.MapFile{Data: []byte("home 0755 0\n")}
-	if _, err := assemble(defs, "h", artifacts(t, "guest", "cli")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := assemble(defs, "h", artifacts(t, "guest", "cli"), nil); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("bad dirs line: %v", err)
 	}
 	defs = testDefs()
 	defs["h/Dockerfile"] = &fstest.MapFile{Data: []byte("FROM scratch\nCOPY sub/x /\n")}
-	if _, err := assemble(defs, "h", dir); err == nil || !strings.Contains(err.Error(), "not a plain artifact") {
+	if _, err := assemble(defs, "h", dir, nil); err == nil || !strings.Contains(err.Error(), "not a plain artifact") {
 		t.Fatalf("path source: %v", err)
 	}
 }
@@ -523,5 +524,62 @@ func TestEnsureRefusesMissingBaseImage(t *testing.T) {
 	eng.images["debian-local:bookworm"] = nil
 	if _, err := bb.Ensure(t.Context(), "h", nil); err != nil {
 		t.Fatalf("present base: %v", err)
+	}
+}
+
+func TestBuildCAFile(t *testing.T) {
+	dir := artifacts(t, "guest")
+	defs := fstest.MapFS{
+		"ca/Dockerfile":    {Data: []byte("FROM scratch\nCOPY " + BuildCAName + " /etc/x.crt\nCOPY guest /\n")},
+		"noca/Dockerfile":  {Data: []byte("FROM scratch\nCOPY guest /\n")},
+		"other/Dockerfile": {Data: []byte("FROM scratch\nCOPY guest /\n")},
+	}
+	caFile := filepath.Join(t.TempDir(), "bundle.pem")
+	if err := os.WriteFile(caFile, []byte("-----BEGIN CERTIFICATE-----\nx\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	content := func(b *Builder, h string) (string, []byte) {
+		t.Helper()
+		bc, err := b.context(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range bc.files {
+			if f.name == BuildCAName {
+				return bc.hash, f.data
+			}
+		}
+		return bc.hash, nil
+	}
+	b := &Builder{Defs: defs, ArtifactDir: dir, BuildCAFile: caFile}
+	h1, data := content(b, "ca")
+	if string(data) != "-----BEGIN CERTIFICATE-----\nx\n" {
+		t.Fatalf("context CA %q", data)
+	}
+	b.BuildCAFile = "-"
+	h2, data := content(b, "ca")
+	if data == nil || len(data) != 0 || h2 == h1 {
+		t.Fatalf("\"-\": data %q, hash changed %v", data, h2 != h1)
+	}
+	// A definition that does not copy it is unaffected by it.
+	hn1, data := content(b, "noca")
+	b.BuildCAFile = caFile
+	hn2, _ := content(b, "noca")
+	if data != nil || hn1 != hn2 {
+		t.Fatalf("noca: data %q, hash changed %v", data, hn1 != hn2)
+	}
+	b.BuildCAFile = filepath.Join(t.TempDir(), "absent.pem")
+	if _, err := b.context("ca"); err == nil || !strings.Contains(err.Error(), "build CA bundle") {
+		t.Fatalf("absent bundle: %v", err)
+	}
+	// The default is the host's bundle when it exists.
+	b.BuildCAFile = ""
+	_, data = content(b, "ca")
+	want, err := os.ReadFile(DefaultBuildCAFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		want = []byte{}
+	}
+	if !bytes.Equal(data, want) {
+		t.Fatalf("default CA: %d bytes, host bundle %d", len(data), len(want))
 	}
 }
