@@ -48,7 +48,9 @@ func TestMain(m *testing.M) {
 // fixedImage is the image seam: the fake runtime needs no build.
 type fixedImage struct{}
 
-func (fixedImage) Ensure(context.Context, string, func(string)) (string, error) { return "aicli-guest-fake:test", nil }
+func (fixedImage) Ensure(context.Context, string, func(string)) (string, error) {
+	return "aicli-guest-fake:test", nil
+}
 
 // convEnv is the conversation controller wired to a real store, the real
 // side-channel gateway and the fake runtime, whose "containers" run the real
