@@ -53,6 +53,7 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate for --listen (default: self-signed under <data-dir>/tls)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key for --listen")
 	f.StringVar(&cfg.TokensFile, "tokens-file", "", "bearer tokens for --listen (default <data-dir>/tokens.yaml)")
+	f.StringVar(&cfg.ArtifactDir, "artifact-dir", "", "directory holding aicli-guest and the other binaries guest images copy (default: this executable's directory)")
 	f.StringVar(&cfg.PricingURL, "pricing-url", "", "models-list endpoint for spend pricing (default: OpenRouter's)")
 	f.BoolVar(&cfg.OfflinePricing, "offline-pricing", false, "never fetch prices live: use the cached or bundled table")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
