@@ -62,6 +62,7 @@ func run() error {
 	steps := flag.String("steps", "waitidle;send:hello;waitidle", "script")
 	delay := flag.Duration("token-delay", 0, "provider per-token delay")
 	debug := flag.Bool("debug", false, "ptyhost debug log")
+	pastePause := flag.Duration("paste-pause", 0, "adapter paste→Enter pause (0: the adapter's default)")
 	extra := flag.String("args", "", "extra CLI arguments, space separated")
 	untrusted := flag.Bool("untrusted", false, "seed config without trusting the working directory")
 	flag.Parse()
@@ -88,14 +89,14 @@ func run() error {
 	env := map[string]string{}
 	switch *name {
 	case "claude":
-		a = claude.New(claude.Options{Binary: *bin})
+		a = claude.New(claude.Options{Binary: *bin, PasteEnterPause: *pastePause})
 		env["ANTHROPIC_BASE_URL"] = prov.URL()
 		env["ANTHROPIC_API_KEY"] = "sk-ant-fake-0123456789abcdefghijklmnop"
 		if *model == "" {
 			*model = "claude-sonnet-4-5"
 		}
 	case "codex":
-		a = codex.New(codex.Options{Binary: *bin})
+		a = codex.New(codex.Options{Binary: *bin, PasteEnterPause: *pastePause})
 		env["OPENAI_BASE_URL"] = prov.URL() + "/v1"
 		env["OPENAI_API_KEY"] = "sk-fake-0123456789abcdefghijklmnop"
 		if *model == "" {
