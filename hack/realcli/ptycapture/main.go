@@ -233,7 +233,7 @@ func run() error {
 			}
 		case "key":
 			keys := map[string]string{"enter": "\r", "esc": "\x1b", "down": "\x1b[B", "up": "\x1b[A", "tab": "\t",
-				"ctrl-c": "\x03", "1": "1", "2": "2", "y": "y"}
+				"ctrl-c": "\x03", "1": "1", "2": "2", "y": "y", "f2": "\x1bOQ", "right": "\x1b[C"}
 			if _, err := h.Write([]byte(keys[arg])); err != nil {
 				return err
 			}
