@@ -11,7 +11,10 @@ case "${1:-}" in
   codex)
     p="$(find "$prefix/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f 2>/dev/null | head -1)"
     [ -n "$p" ] && { echo "$p"; exit 0; } ;;
-  *) echo "usage: $0 claude|codex" >&2; exit 2 ;;
+  gemini)
+    p="$prefix/node_modules/.bin/gemini"
+    [ -x "$p" ] && { echo "$p"; exit 0; } ;;
+  *) echo "usage: $0 claude|codex|gemini" >&2; exit 2 ;;
 esac
 echo "not installed: $1 (run hack/realcli/install.sh)" >&2
 exit 1

@@ -29,9 +29,8 @@ type anthropicBlock struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// anthropicText flattens a string-or-blocks content value. Blocks that are
-// only a harness's <system-reminder> are left out: they are not what anyone
-// typed. It reports whether the content was tool results only.
+// anthropicText flattens a string-or-blocks content value. Blocks of
+// CLI-injected context (<system-reminder>) are left out: nobody typed them. It reports whether the content was tool results only.
 func anthropicText(raw json.RawMessage) (text string, toolOnly bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", false
@@ -50,7 +49,7 @@ func anthropicText(raw json.RawMessage) (text string, toolOnly bool) {
 		switch b.Type {
 		case "text":
 			toolOnly = false
-			if strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
+			if isHarnessContext(b.Text) {
 				continue
 			}
 			parts = append(parts, b.Text)

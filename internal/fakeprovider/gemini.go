@@ -42,7 +42,7 @@ func (c geminiContent) text() (string, bool) {
 			toolOnly = false
 		default:
 			toolOnly = false
-			if p.Text != "" {
+			if p.Text != "" && !isHarnessContext(p.Text) {
 				out = append(out, p.Text)
 			}
 		}

@@ -98,6 +98,21 @@ type ToolCall struct {
 	Input json.RawMessage
 }
 
+// contextPrefixes start text parts a CLI adds to the user's turn on its own
+// (reminders, session context): left out of Message.Text.
+var contextPrefixes = []string{"<system-reminder>", "<session_context>"}
+
+// isHarnessContext reports whether a text part is CLI-injected context.
+func isHarnessContext(text string) bool {
+	t := strings.TrimSpace(text)
+	for _, p := range contextPrefixes {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // ReplyFunc computes the reply text for a request.
 type ReplyFunc func(Request) string
 

@@ -253,7 +253,7 @@ func TestGeminiStreamGenerateContent(t *testing.T) {
 	resp := post(t, s.URL()+"/v1beta/models/gemini-x:streamGenerateContent?alt=sse", `{
 		"systemInstruction":{"parts":[{"text":"sys"}]},
 		"contents":[{"role":"user","parts":[{"text":"alpha"}]},{"role":"model","parts":[{"text":"echo: alpha"}]},
-		{"role":"user","parts":[{"text":"beta gamma"}]}]}`)
+		{"role":"user","parts":[{"text":"<session_context>\nThis is the Gemini CLI.</session_context>"},{"text":"beta gamma"}]}]}`)
 	evs := readSSE(t, resp.Body)
 	if len(evs) != 3 {
 		t.Fatalf("%d chunks, want one per token (3)", len(evs))
