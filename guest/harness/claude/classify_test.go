@@ -38,6 +38,8 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		// Reply text streaming slowly: the footer keeps "esc to interrupt".
 		{"busy-streaming.txt", ptyapi.StatusBusy},
 		{"idle-after-reply.txt", ptyapi.StatusIdle},
+		// claude --resume <id>: the earlier turns replayed above the prompt.
+		{"idle-resumed.txt", ptyapi.StatusIdle},
 		// The folder-trust dialog draws a "❯" option line; it must not read as the prompt.
 		{"waiting-trust-folder.txt", ptyapi.StatusWaitingForInput},
 		// A Bash permission prompt (--permission-mode default, tool call from the fake provider).
