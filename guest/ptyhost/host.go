@@ -15,13 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/nbwriter"
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/guest/vtscreen"
 )
 
 // Defaults for Options and StartRequest.
@@ -35,9 +35,16 @@ const (
 	DefaultStopGrace        = 3 * time.Second
 	DefaultSubscriberBuffer = 1 << 20
 	DefaultMirrorBuffer     = 4 << 20
-	DefaultPath             = "/opt/aicli/bin:/usr/local/bin:/usr/bin:/bin"
-	// emuQueueChunks bounds the emulator's backlog (chunks of at most 32 KiB).
-	emuQueueChunks = 64
+	// DefaultSubscriberGrace is how long a subscriber with a full backlog may
+	// hold up the PTY reader without reading anything before it is cut off.
+	DefaultSubscriberGrace = time.Second
+	DefaultPath            = "/opt/aicli/bin:/usr/local/bin:/usr/bin:/bin"
+	// emuBacklogBytes bounds the output the emulator may lag behind the PTY
+	// reader; past it the reader waits for the emulator.
+	emuBacklogBytes = 1 << 20
+	// emuBatchBytes is the most output fed to the emulator under one lock, so
+	// a render never waits for a whole backlog.
+	emuBatchBytes = 64 << 10
 )
 
 // Credential is the user the CLI runs as.
@@ -78,8 +85,13 @@ type Options struct {
 	StopGrace time.Duration
 	// Waiter starts and waits for the CLI (default: direct wait).
 	Waiter Waiter
-	// SubscriberBuffer bounds each Subscribe reader's backlog in bytes.
+	// SubscriberBuffer bounds each Subscribe reader's backlog in bytes. A
+	// reader at its bound holds up the PTY (and so the CLI) while it keeps
+	// reading, like a slow terminal would.
 	SubscriberBuffer int
+	// SubscriberGrace cuts off a subscriber at its bound that has read nothing
+	// for this long (default DefaultSubscriberGrace).
+	SubscriberGrace time.Duration
 	// Logger receives structured logs (default: discard).
 	Logger *slog.Logger
 }
@@ -124,12 +136,13 @@ type Host struct {
 	ptmx    *os.File
 	writeMu sync.Mutex
 
-	emuMu  sync.Mutex
-	emu    *vt.Emulator
-	inSeq  atomic.Uint64 // output chunks read from the PTY
-	outSeq atomic.Uint64 // output chunks the emulator has processed
-	emuQ   chan emuChunk
-	emuEnd chan struct{} // closed when the emulator has processed all output
+	emuMu   sync.Mutex
+	emu     emulator
+	inSeq   atomic.Uint64 // output chunks read from the PTY
+	outSeq  atomic.Uint64 // output chunks the emulator has processed
+	emuQ    *backlog
+	emuEnd  chan struct{} // closed when the emulator has processed all output
+	replies chan []byte   // the emulator's answers to terminal queries, to write to the CLI
 
 	mirror  *nbwriter.Writer
 	evalSig chan struct{}
@@ -161,6 +174,9 @@ func New(opts Options) (*Host, error) {
 	if opts.SubscriberBuffer <= 0 {
 		opts.SubscriberBuffer = DefaultSubscriberBuffer
 	}
+	if opts.SubscriberGrace <= 0 {
+		opts.SubscriberGrace = DefaultSubscriberGrace
+	}
 	if opts.MirrorBuffer <= 0 {
 		opts.MirrorBuffer = DefaultMirrorBuffer
 	}
@@ -175,7 +191,8 @@ func New(opts Options) (*Host, error) {
 		opts: opts, log: log, status: ptyapi.StatusStarting, since: time.Now(),
 		changed: make(chan struct{}), subs: map[*subscriber]struct{}{},
 		evalSig: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}), readEnd: make(chan struct{}),
-		stopCh: make(chan struct{}), emuQ: make(chan emuChunk, emuQueueChunks), emuEnd: make(chan struct{}),
+		stopCh: make(chan struct{}), emuQ: newBacklog(emuBacklogBytes), emuEnd: make(chan struct{}),
+		replies: make(chan []byte, 64),
 	}, nil
 }
 
@@ -251,15 +268,12 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	h.workDir = req.WorkDir
 	h.state = stateRunning
 	h.since = time.Now()
-	h.emu = vt.NewEmulator(req.Cols, req.Rows)
-	// Only the visible screen is served; a long scrollback costs a memmove
-	// per scrolled line and megabytes of cells.
-	h.emu.SetScrollbackSize(1)
+	h.emu = vtscreen.New(req.Cols, req.Rows, h.queueReply)
 	if h.opts.Mirror != nil {
 		h.mirror = nbwriter.New(h.opts.Mirror, h.opts.MirrorBuffer)
 	}
 	close(h.started)
-	go h.answerQueries(h.emu)
+	go h.answerQueries()
 	go h.readLoop()
 	go h.emuLoop()
 	go h.evalLoop()

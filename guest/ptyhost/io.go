@@ -11,42 +11,55 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/charmbracelet/x/vt"
-
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
-// emuChunk is PTY output queued for the emulator with its arrival number.
-type emuChunk struct {
-	data []byte
-	seq  uint64
+// emulator is the screen model the host feeds with the CLI's output
+// (vtscreen.Terminal); answers to terminal queries leave through the reply
+// function it was made with.
+type emulator interface {
+	Write(p []byte) (int, error)
+	Resize(cols, rows int)
+	Render() ptyapi.Screen
 }
 
 // readLoop copies PTY output to the subscribers and the mirror at once and
-// queues it for the emulator, which runs behind on its own goroutine; a full
-// emulator queue pushes back on the CLI rather than losing screen state.
+// appends it to the emulator's backlog, which the emulator works off in
+// batches on its own goroutine. Only a backlog past emuBacklogBytes, or a
+// subscriber at its bound that still reads, holds the reader (and so the CLI) up.
 func (h *Host) readLoop() {
 	defer close(h.readEnd)
-	defer close(h.emuQ)
+	defer h.emuQ.close()
 	defer h.closeSubscribers(io.EOF)
 	buf := make([]byte, 32<<10)
+	var subs []*subscriber
 	for {
 		n, err := h.ptmx.Read(buf)
 		if n > 0 {
-			chunk := append([]byte(nil), buf[:n]...)
 			seq := h.inSeq.Add(1)
 			h.mu.Lock()
 			h.lastOutput = time.Now()
+			subs = subs[:0]
 			for s := range h.subs {
-				if !s.offer(chunk) {
-					delete(h.subs, s)
-				}
+				subs = append(subs, s)
 			}
 			h.mu.Unlock()
-			if h.mirror != nil {
-				_, _ = h.mirror.Write(chunk)
+			if len(subs) > 0 {
+				// One copy shared by all subscribers; they only read it.
+				chunk := append([]byte(nil), buf[:n]...)
+				for _, s := range subs {
+					if !s.offer(chunk, h.opts.SubscriberGrace, h.stopCh) {
+						h.mu.Lock()
+						delete(h.subs, s)
+						h.mu.Unlock()
+					}
+				}
+				clear(subs)
 			}
-			h.emuQ <- emuChunk{data: chunk, seq: seq}
+			if h.mirror != nil {
+				_, _ = h.mirror.Write(buf[:n])
+			}
+			h.emuQ.put(buf[:n], seq)
 		}
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) && !isEIO(err) {
@@ -57,14 +70,24 @@ func (h *Host) readLoop() {
 	}
 }
 
-// emuLoop feeds queued output to the emulator and triggers status evaluation.
+// emuLoop feeds the backlog to the emulator and triggers status evaluation.
 func (h *Host) emuLoop() {
 	defer close(h.emuEnd)
-	for c := range h.emuQ {
-		h.emuMu.Lock()
-		_, _ = h.emu.Write(c.data)
-		h.outSeq.Store(c.seq)
-		h.emuMu.Unlock()
+	defer close(h.replies)
+	for {
+		data, seq, ok := h.emuQ.take()
+		if !ok {
+			return
+		}
+		for p := data; len(p) > 0; {
+			n := min(len(p), emuBatchBytes)
+			h.emuMu.Lock()
+			_, _ = h.emu.Write(p[:n])
+			h.emuMu.Unlock()
+			p = p[n:]
+		}
+		h.outSeq.Store(seq)
+		h.emuQ.release(data)
 		select {
 		case h.evalSig <- struct{}{}:
 		default:
@@ -77,28 +100,22 @@ func isEIO(err error) bool {
 	return errors.Is(err, syscall.EIO)
 }
 
-// answerQueries drains the emulator's replies (cursor position, device
-// attributes) and writes them to the CLI like a real terminal would. The
-// emulator blocks on its reply pipe, so this runs even when replies are discarded.
-func (h *Host) answerQueries(emu *vt.Emulator) {
-	replies := make(chan []byte, 64)
-	go func() {
-		defer close(replies)
-		buf := make([]byte, 4096)
-		for {
-			n, err := emu.Read(buf)
-			if n > 0 && !h.opts.PassthroughQueries {
-				select {
-				case replies <- append([]byte(nil), buf[:n]...):
-				default: // a CLI that floods queries loses answers, never output
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for r := range replies {
+// queueReply is the emulator's reply function: it hands an answer to a
+// terminal query to answerQueries without blocking the emulator.
+func (h *Host) queueReply(b []byte) {
+	if h.opts.PassthroughQueries {
+		return
+	}
+	select {
+	case h.replies <- append([]byte(nil), b...):
+	default: // a CLI that floods queries loses answers, never output
+	}
+}
+
+// answerQueries writes the emulator's answers to the CLI like a real
+// terminal would, until the emulator has stopped.
+func (h *Host) answerQueries() {
+	for r := range h.replies {
 		if err := h.writeInput(r); err != nil {
 			h.log.Debug("query reply", "err", err)
 		}
@@ -111,13 +128,6 @@ func (h *Host) evalLoop() {
 		select {
 		case <-h.evalSig:
 		case <-h.emuEnd:
-			// End answerQueries: close the reply pipe's writer (Emulator.Close
-			// would race with the pending Read on the emulator's closed flag).
-			h.emuMu.Lock()
-			if pw, ok := h.emu.InputPipe().(*io.PipeWriter); ok {
-				_ = pw.CloseWithError(io.EOF)
-			}
-			h.emuMu.Unlock()
 			return
 		}
 		scr, seq := h.render()
@@ -165,14 +175,7 @@ func (h *Host) notifyLocked() {
 func (h *Host) render() (ptyapi.Screen, uint64) {
 	h.emuMu.Lock()
 	defer h.emuMu.Unlock()
-	w, ht := h.emu.Width(), h.emu.Height()
-	lines := strings.Split(h.emu.String(), "\n")
-	for len(lines) < ht {
-		lines = append(lines, "")
-	}
-	lines = lines[:ht]
-	cur := h.emu.CursorPosition()
-	return ptyapi.Screen{Cols: w, Rows: ht, Lines: lines, CursorX: cur.X, CursorY: cur.Y}, h.outSeq.Load()
+	return h.emu.Render(), h.outSeq.Load()
 }
 
 // writeInput writes raw bytes to the CLI. Serialised with message delivery.
@@ -284,8 +287,14 @@ func (h *Host) requireStarted() error {
 func (h *Host) Status(ctx context.Context) (ptyapi.StatusInfo, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	st := h.status
+	if st == ptyapi.StatusIdle && h.evalSeq != h.inSeq.Load() {
+		// Output has arrived that the screen (or its evaluation) does not
+		// reflect yet: an idle screen may be stale.
+		st = ptyapi.StatusBusy
+	}
 	info := ptyapi.StatusInfo{
-		Status: h.status, Alive: h.state == stateRunning, Harness: h.harnessName, SessionID: h.sessionID,
+		Status: st, Alive: h.state == stateRunning, Harness: h.harnessName, SessionID: h.sessionID,
 		PendingMessages: len(h.queue), Since: h.since,
 	}
 	if h.inflight {
@@ -320,7 +329,7 @@ func (h *Host) Subscribe(ctx context.Context) (io.ReadCloser, error) {
 	if h.state == stateNew {
 		return nil, ptyapi.ErrNotStarted
 	}
-	s := &subscriber{ch: make(chan []byte, 1024), limit: h.opts.SubscriberBuffer, host: h}
+	s := &subscriber{ch: make(chan []byte, 1024), limit: h.opts.SubscriberBuffer, host: h, drained: make(chan struct{}, 1)}
 	if h.outputEnded {
 		s.end(io.EOF)
 		return s, nil
@@ -357,6 +366,7 @@ type subscriber struct {
 	queued  int
 	err     error
 	cur     []byte
+	drained chan struct{} // signalled when Read takes a chunk off the queue
 	doneCh  chan struct{}
 	doneMu  sync.Mutex
 	endOnce sync.Once
@@ -371,27 +381,43 @@ func (s *subscriber) closed() <-chan struct{} {
 	return s.doneCh
 }
 
-// offer queues chunk without blocking; false cuts the subscriber off.
-func (s *subscriber) offer(chunk []byte) bool {
-	s.mu.Lock()
-	if s.err != nil {
+// offer queues chunk. At its bound it waits while the reader keeps taking
+// chunks, and cuts the subscriber off once it has taken none for grace (or
+// at once when stop closes); false means the subscriber is gone.
+func (s *subscriber) offer(chunk []byte, grace time.Duration, stop <-chan struct{}) bool {
+	var timer *time.Timer
+	for {
+		s.mu.Lock()
+		if s.err != nil {
+			s.mu.Unlock()
+			return false
+		}
+		if s.queued == 0 || s.queued+len(chunk) <= s.limit {
+			select {
+			case s.ch <- chunk:
+				s.queued += len(chunk)
+				s.mu.Unlock()
+				return true
+			default: // too many small chunks queued: wait like for bytes
+			}
+		}
 		s.mu.Unlock()
-		return false
-	}
-	if s.queued+len(chunk) > s.limit {
-		s.mu.Unlock()
-		s.end(ptyapi.ErrSlowSubscriber)
-		return false
-	}
-	select {
-	case s.ch <- chunk:
-		s.queued += len(chunk)
-		s.mu.Unlock()
-		return true
-	default:
-		s.mu.Unlock()
-		s.end(ptyapi.ErrSlowSubscriber)
-		return false
+		if timer == nil {
+			timer = time.NewTimer(grace)
+			defer timer.Stop()
+		}
+		select {
+		case <-s.drained:
+			timer.Reset(grace)
+		case <-timer.C:
+			s.end(ptyapi.ErrSlowSubscriber)
+			return false
+		case <-stop:
+			s.end(io.EOF)
+			return false
+		case <-s.closed():
+			return false
+		}
 	}
 }
 
@@ -423,6 +449,10 @@ func (s *subscriber) Read(p []byte) (int, error) {
 		s.mu.Lock()
 		s.queued -= len(b)
 		s.mu.Unlock()
+		select {
+		case s.drained <- struct{}{}:
+		default:
+		}
 		s.cur = b
 	}
 	n := copy(p, s.cur)

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/x/vt"
 	"github.com/google/uuid"
 
 	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/harness/fake"
 	"aicli.dev/aicli/guest/internal/testenv"
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/guest/vtscreen"
 )
 
 // testUID is the unprivileged user the CLI runs as in tests.
@@ -185,11 +185,7 @@ func newSessionID() string { return uuid.NewString() }
 // fakeOptions shortens hostOpt literals.
 type fakeOptions = fake.Options
 
-// newTestEmulator is the emulator as the host configures it, with its reply
-// pipe drained.
-func newTestEmulator() *vt.Emulator {
-	e := vt.NewEmulator(DefaultCols, DefaultRows)
-	e.SetScrollbackSize(1)
-	go func() { _, _ = io.Copy(io.Discard, e) }()
-	return e
+// newTestEmulator is the emulator as the host configures it, replies discarded.
+func newTestEmulator() emulator {
+	return vtscreen.New(DefaultCols, DefaultRows, nil)
 }
