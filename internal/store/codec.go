@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,7 +35,8 @@ type event struct {
 	ns       string
 	name     string
 	time     time.Time
-	obj      *unstructured.Unstructured
+	data     *objData
+	labels   map[string]string // the object's labels as of this event
 	// labelsChanged is set when the event changed the object's labels;
 	// prevLabels then holds the labels before the event.
 	labelsChanged bool
@@ -66,13 +69,53 @@ func decodeRecord(hk, b []byte) (*event, error) {
 	}
 	return &event{
 		seq: seq, typ: r.Type, resource: res, ns: ns, name: name, time: r.Time,
-		obj: obj, labelsChanged: r.LabelsChanged, prevLabels: r.PrevLabels,
+		data: treeData(obj), labels: obj.GetLabels(), labelsChanged: r.LabelsChanged, prevLabels: r.PrevLabels,
 	}, nil
+}
+
+// objData is one immutable version of a stored object. A created object is
+// kept as the JSON it was committed as and decoded on first use (most are
+// never read before their next version); every other version is kept as
+// the tree the writer built. The tree is shared read-only: callers get deep
+// copies.
+type objData struct {
+	mu   sync.Mutex
+	raw  []byte // the object's JSON until it is decoded
+	tree atomic.Pointer[unstructured.Unstructured]
+}
+
+// treeData wraps an already decoded object.
+func treeData(obj *unstructured.Unstructured) *objData {
+	d := &objData{}
+	d.tree.Store(obj)
+	return d
+}
+
+// object returns the shared, read-only tree, decoding it on first use.
+func (d *objData) object() (*unstructured.Unstructured, error) {
+	if t := d.tree.Load(); t != nil {
+		return t, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t := d.tree.Load(); t != nil {
+		return t, nil
+	}
+	obj, err := decodeObject(d.raw)
+	if err != nil {
+		return nil, fmt.Errorf("store: stored object: %w", err)
+	}
+	d.tree.Store(obj)
+	d.raw = nil
+	return obj, nil
 }
 
 // decodeObject decodes JSON the way the API machinery does (integers become
 // int64, other numbers float64), so stored and incoming objects compare equal.
 func decodeObject(b []byte) (*unstructured.Unstructured, error) {
+	if m, err := decodeJSONObject(b); err == nil {
+		return &unstructured.Unstructured{Object: m}, nil
+	}
 	m := map[string]interface{}{}
 	if err := utiljson.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode object: %w", err)
@@ -109,6 +152,14 @@ func metadata(obj *unstructured.Unstructured) map[string]interface{} {
 // userMetaFields are the metadata fields a client owns; all other metadata
 // fields are owned by the store.
 var userMetaFields = []string{"labels", "annotations", "finalizers", "ownerReferences"}
+
+func isUserMeta(f string) bool {
+	switch f {
+	case "labels", "annotations", "finalizers", "ownerReferences":
+		return true
+	}
+	return false
+}
 
 // shallowCopy copies the top level of obj and its metadata map, so the copy
 // can be given new metadata values without touching obj. Nested values are

@@ -173,6 +173,50 @@ func canonical(v interface{}) (out interface{}, ok bool, err error) {
 	return nil, false, nil
 }
 
+// createSuffixMax bounds what applyCreate appends to encodeCreate's output:
+// creationTimestamp, generation, resourceVersion and the closing braces.
+const createSuffixMax = 128
+
+// encodeCreate encodes a new object (everything but status, which Create
+// drops) as JSON that ends inside metadata, after its uid, so the writer
+// only appends the fields that depend on the commit. The result has
+// capacity for them.
+func (s *Store) encodeCreate(obj, md map[string]interface{}, uid string) ([]byte, error) {
+	bp, _ := s.encBufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer s.encBufs.Put(bp)
+	b := append((*bp)[:0], '{')
+	var err error
+	for f, v := range obj {
+		if f == "metadata" || f == "status" {
+			continue
+		}
+		b = appendJSONString(b, f)
+		b = append(b, ':')
+		if b, err = appendJSON(b, v); err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"metadata":{`...)
+	for f, v := range md {
+		b = appendJSONString(b, f)
+		b = append(b, ':')
+		if b, err = appendJSON(b, v); err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"uid":`...)
+	b = appendJSONString(b, uid)
+	*bp = b
+	out := make([]byte, len(b), len(b)+createSuffixMax)
+	copy(out, b)
+	return out, nil
+}
+
 // encodeRecord appends the record JSON (see record) of ev, object
 // included, to b. The object comes last, so recordObject can find it without
 // decoding the record.
@@ -197,9 +241,15 @@ func encodeRecord(b []byte, ev *event) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = append(b, `,"object":`...)
-	b, err := appendJSON(b, ev.obj.Object)
-	if err != nil {
-		return b, err
+	if raw := ev.data.raw; raw != nil {
+		b = append(b, raw...)
+	} else if obj := ev.data.tree.Load(); obj != nil {
+		var err error
+		if b, err = appendJSON(b, obj.Object); err != nil {
+			return b, err
+		}
+	} else {
+		return b, fmt.Errorf("event %d has no object", ev.seq)
 	}
 	return append(b, '}'), nil
 }

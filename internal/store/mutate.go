@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/google/uuid"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,31 +22,24 @@ const optimisticLockMsg = "the object has been modified; please apply your chang
 // purpose of generation bumps.
 var serverOwnedTop = map[string]bool{"metadata": true, "status": true, "apiVersion": true, "kind": true}
 
+// applyCreate commits a Create whose object the caller already encoded
+// (see Store.Create) up to the server-set metadata that depends on the
+// commit: creationTimestamp, generation and resourceVersion.
 func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
 	if _, ok := s.w.objs[k]; ok {
 		return apierrors.NewAlreadyExists(gr(m.resource), m.name)
 	}
-	obj := m.obj
-	in := metadata(obj)
-	md := map[string]interface{}{"name": m.name, "namespace": m.ns}
-	copyUserMeta(md, in)
-	if gn, ok := in["generateName"].(string); ok && gn != "" {
-		md["generateName"] = gn
-	}
 	now := s.opts.Clock().UTC()
 	seq := s.nextSeq(g)
-	md["uid"] = uuid.NewString()
-	md["creationTimestamp"] = now.Format(time.RFC3339)
-	md["generation"] = int64(1)
-	md["resourceVersion"] = strconv.FormatUint(seq, 10)
-	obj.Object["metadata"] = md
-	delete(obj.Object, "status")
-	if err := s.emit(g, b, k, seq, TypeAdded, now, obj, nil, false); err != nil {
-		return err
-	}
-	m.out = obj
-	return nil
+	raw := append(m.pre, `,"creationTimestamp":"`...)
+	raw = now.AppendFormat(raw, time.RFC3339)
+	raw = append(raw, `","generation":1,"resourceVersion":"`...)
+	raw = strconv.AppendUint(raw, seq, 10)
+	raw = append(raw, `"}}`...)
+	m.pre = nil
+	m.outSeq, m.outTime = seq, now
+	return s.emit(g, b, k, seq, TypeAdded, now, &objData{raw: raw}, m.labels, nil, false)
 }
 
 // copyUserMeta sets the client-owned metadata fields of dst from src; empty
@@ -76,10 +68,10 @@ func isEmpty(v interface{}) bool {
 }
 
 // checkPreconditions enforces uid and resourceVersion preconditions.
-func checkPreconditions(resource, name string, cur *entry, uid, rv string) error {
-	if uid != "" && uid != string(cur.obj.GetUID()) {
+func checkPreconditions(resource, name string, cur *entry, curObj *unstructured.Unstructured, uid, rv string) error {
+	if uid != "" && uid != string(curObj.GetUID()) {
 		return apierrors.NewConflict(gr(resource), name,
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, cur.obj.GetUID()))
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curObj.GetUID()))
 	}
 	if rv != "" {
 		want, err := strconv.ParseUint(rv, 10, 64)
@@ -99,7 +91,11 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
-	if err := checkPreconditions(m.resource, m.name, cur, m.uid, m.rv); err != nil {
+	curObj, err := cur.data.object()
+	if err != nil {
+		return err
+	}
+	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
 		return err
 	}
 	in := m.obj
@@ -109,10 +105,10 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 			next.Object[f] = v
 		}
 	}
-	if st, ok := cur.obj.Object["status"]; ok {
+	if st, ok := curObj.Object["status"]; ok {
 		next.Object["status"] = st
 	}
-	curMeta := metadata(cur.obj)
+	curMeta := metadata(curObj)
 	md := make(map[string]interface{}, len(curMeta)+2)
 	for f, v := range curMeta {
 		md[f] = v
@@ -120,12 +116,12 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	copyUserMeta(md, metadata(in))
 	next.Object["metadata"] = md
 
-	terminating := cur.obj.GetDeletionTimestamp() != nil
+	terminating := curObj.GetDeletionTimestamp() != nil
 	if terminating {
-		old := finalizers(cur.obj)
+		old := finalizers(curObj)
 		for _, f := range finalizers(next) {
 			if !slices.Contains(old, f) {
-				return apierrors.NewInvalid(schema.GroupKind{Group: Group, Kind: cur.obj.GetKind()}, m.name,
+				return apierrors.NewInvalid(schema.GroupKind{Group: Group, Kind: curObj.GetKind()}, m.name,
 					field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
 						"no new finalizers can be added if the object is being deleted")})
 			}
@@ -133,11 +129,11 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	}
 	contentChanged := false
 	typeChanged := false
-	for f := range unionKeys(cur.obj.Object, next.Object) {
+	for f := range unionKeys(curObj.Object, next.Object) {
 		if f == "metadata" || f == "status" {
 			continue
 		}
-		if !apiequality.Semantic.DeepEqual(cur.obj.Object[f], next.Object[f]) {
+		if !apiequality.Semantic.DeepEqual(curObj.Object[f], next.Object[f]) {
 			if serverOwnedTop[f] {
 				typeChanged = true
 			} else {
@@ -152,10 +148,10 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 		}
 	}
 	if !contentChanged && !typeChanged && !metaChanged {
-		m.out = cur.obj
+		m.out = curObj
 		return nil
 	}
-	gen := cur.obj.GetGeneration()
+	gen := curObj.GetGeneration()
 	if contentChanged {
 		gen++
 	}
@@ -167,7 +163,7 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	if terminating && len(finalizers(next)) == 0 {
 		typ, remove = TypeDeleted, true
 	}
-	if err := s.emit(g, b, k, seq, typ, now, next, cur, remove); err != nil {
+	if err := s.emit(g, b, k, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next
@@ -191,16 +187,20 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
-	if err := checkPreconditions(m.resource, m.name, cur, m.uid, m.rv); err != nil {
+	curObj, err := cur.data.object()
+	if err != nil {
+		return err
+	}
+	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
 		return err
 	}
 	newStatus, has := m.obj.Object["status"]
-	curStatus, curHas := cur.obj.Object["status"]
+	curStatus, curHas := curObj.Object["status"]
 	if has == curHas && apiequality.Semantic.DeepEqual(newStatus, curStatus) {
-		m.out = cur.obj
+		m.out = curObj
 		return nil
 	}
-	next := shallowCopy(cur.obj)
+	next := shallowCopy(curObj)
 	if has {
 		next.Object["status"] = newStatus
 	} else {
@@ -209,7 +209,7 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 	now := s.opts.Clock().UTC()
 	seq := s.nextSeq(g)
 	metadata(next)["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, seq, TypeStatus, now, next, cur, false); err != nil {
+	if err := s.emit(g, b, k, seq, TypeStatus, now, treeData(next), next.GetLabels(), cur, false); err != nil {
 		return err
 	}
 	m.out = next
@@ -222,16 +222,20 @@ func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
-	if err := checkPreconditions(m.resource, m.name, cur, m.uid, m.rv); err != nil {
+	curObj, err := cur.data.object()
+	if err != nil {
+		return err
+	}
+	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
 		return err
 	}
 	now := s.opts.Clock().UTC()
-	next := shallowCopy(cur.obj)
+	next := shallowCopy(curObj)
 	md := metadata(next)
 	typ, remove := TypeDeleted, true
-	if len(finalizers(cur.obj)) > 0 {
-		if cur.obj.GetDeletionTimestamp() != nil {
-			m.out = cur.obj
+	if len(finalizers(curObj)) > 0 {
+		if curObj.GetDeletionTimestamp() != nil {
+			m.out = curObj
 			return nil
 		}
 		md["deletionTimestamp"] = now.Format(time.RFC3339)
@@ -240,7 +244,7 @@ func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	}
 	seq := s.nextSeq(g)
 	md["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, seq, typ, now, next, cur, remove); err != nil {
+	if err := s.emit(g, b, k, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next

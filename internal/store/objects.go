@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,8 +76,40 @@ func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.U
 	if err != nil {
 		return nil, err
 	}
-	m := &mutation{op: opCreate, resource: resource, ns: n.GetNamespace(), name: n.GetName(), obj: n}
-	return s.objectResult(ctx, m)
+	// n is the caller's private copy and becomes the result. The store keeps
+	// only the JSON encoded here (the writer appends what depends on the
+	// commit), so the object is neither copied again nor encoded by the
+	// writer.
+	md := metadata(n)
+	for f, v := range md {
+		switch f {
+		case "name", "namespace":
+		case "generateName":
+			if gn, ok := v.(string); !ok || gn == "" {
+				delete(md, f)
+			}
+		default:
+			if !isUserMeta(f) || isEmpty(v) {
+				delete(md, f)
+			}
+		}
+	}
+	delete(n.Object, "status")
+	uid := uuid.NewString()
+	pre, err := s.encodeCreate(n.Object, md, uid)
+	if err != nil {
+		return nil, badRequest("%s/%s: %v", n.GetNamespace(), n.GetName(), err)
+	}
+	m := &mutation{op: opCreate, resource: resource, ns: n.GetNamespace(), name: n.GetName(),
+		pre: pre, labels: n.GetLabels()}
+	if err := s.submit(ctx, m); err != nil {
+		return nil, err
+	}
+	md["uid"] = uid
+	md["creationTimestamp"] = m.outTime.Format(time.RFC3339)
+	md["generation"] = int64(1)
+	md["resourceVersion"] = strconv.FormatUint(m.outSeq, 10)
+	return n, nil
 }
 
 // Update replaces the user-owned parts of an object: every top-level field
@@ -148,7 +181,11 @@ func (s *Store) Get(ctx context.Context, resource, namespace, name string) (*uns
 	if e == nil {
 		return nil, apierrors.NewNotFound(gr(resource), name)
 	}
-	return e.obj.DeepCopy(), nil
+	obj, err := e.data.object()
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj.DeepCopy(), nil
 }
 
 // List returns copies of the objects of resource in namespace ("" = all
@@ -189,11 +226,15 @@ func (s *Store) List(ctx context.Context, resource, namespace string, sel labels
 	})
 	list := &unstructured.UnstructuredList{Object: map[string]interface{}{}, Items: make([]unstructured.Unstructured, len(items))}
 	for i, it := range items {
-		list.Items[i] = *it.e.obj.DeepCopy()
+		obj, err := it.e.data.object()
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		list.Items[i] = *obj.DeepCopy()
 	}
 	if len(items) > 0 {
-		list.SetAPIVersion(items[0].e.obj.GetAPIVersion())
-		list.SetKind(items[0].e.obj.GetKind() + "List")
+		list.SetAPIVersion(list.Items[0].GetAPIVersion())
+		list.SetKind(list.Items[0].GetKind() + "List")
 	}
 	list.SetResourceVersion(strconv.FormatUint(rv, 10))
 	return list, nil
@@ -232,7 +273,11 @@ func (s *Store) History(ctx context.Context, resource, namespace, name string) (
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, HistoryEvent{ResourceVersion: ev.seq, Type: ev.typ, Time: ev.time, Object: ev.obj})
+		obj, err := ev.data.object()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, HistoryEvent{ResourceVersion: ev.seq, Type: ev.typ, Time: ev.time, Object: obj})
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("store: history %s/%s: %w", namespace, name, err)

@@ -27,7 +27,7 @@ func TestRecordObject(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := tc.ev
 			ev.time = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-			ev.obj = obj
+			ev.data = treeData(obj)
 			rec, err := encodeRecord(nil, &ev)
 			if err != nil {
 				t.Fatal(err)

@@ -152,22 +152,25 @@ type Store struct {
 	watchWG     sync.WaitGroup
 
 	stats struct{ groups, synced, mutations, events atomic.Uint64 }
+	// encBufs holds *[]byte scratch buffers for encoding in callers'
+	// goroutines.
+	encBufs sync.Pool
 
 	// dbMu keeps direct pebble readers (History) out while Close closes db.
 	dbMu     sync.RWMutex
 	dbClosed bool
 }
 
-// entry is one current object; obj is immutable once published.
+// entry is one current object; data is immutable once published.
 type entry struct {
-	obj    *unstructured.Unstructured
+	data   *objData
 	rv     uint64
 	labels map[string]string
 }
 
 func newEntry(obj *unstructured.Unstructured) *entry {
 	rv, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-	return &entry{obj: obj, rv: rv, labels: obj.GetLabels()}
+	return &entry{data: treeData(obj), rv: rv, labels: obj.GetLabels()}
 }
 
 // Open opens (creating if needed) the store in dir. If the directory is held

@@ -58,7 +58,7 @@ type watcher struct {
 
 	// startRV: only events with seq > startRV are delivered live.
 	startRV  uint64
-	snapshot []*entry         // initial ADDED objects (ResourceVersion "" / "0")
+	snapshot []snapItem       // initial ADDED objects (ResourceVersion "" / "0")
 	iter     *pebble.Iterator // replay of the log (explicit ResourceVersion)
 	cached   []*event         // replay from the watch cache instead of iter
 }
@@ -136,7 +136,7 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 			if !w.everything && !sel.Matches(labels.Set(e.labels)) {
 				continue
 			}
-			w.snapshot = append(w.snapshot, e)
+			w.snapshot = append(w.snapshot, snapItem{k, e})
 		}
 		w.startRV = cur
 	}
@@ -249,14 +249,19 @@ func (w *watcher) run(ctx context.Context, from uint64) {
 		snap := w.snapshot
 		w.snapshot = nil
 		sort.Slice(snap, func(i, j int) bool {
-			a, b := snap[i].obj, snap[j].obj
-			if a.GetNamespace() != b.GetNamespace() {
-				return a.GetNamespace() < b.GetNamespace()
+			a, b := snap[i].k, snap[j].k
+			if a.ns != b.ns {
+				return a.ns < b.ns
 			}
-			return a.GetName() < b.GetName()
+			return a.name < b.name
 		})
-		for _, e := range snap {
-			if !send(watch.Event{Type: watch.Added, Object: e.obj.DeepCopy()}) {
+		for _, it := range snap {
+			obj, err := it.e.data.object()
+			if err != nil {
+				send(errorEvent(apierrors.NewInternalError(err)))
+				return
+			}
+			if !send(watch.Event{Type: watch.Added, Object: obj.DeepCopy()}) {
 				return
 			}
 		}
@@ -334,7 +339,7 @@ func (w *watcher) translate(ev *event) (watch.Event, bool) {
 	}
 	newMatch, oldMatch := true, true
 	if !w.everything {
-		newMatch = w.sel.Matches(labels.Set(ev.obj.GetLabels()))
+		newMatch = w.sel.Matches(labels.Set(ev.labels))
 		oldMatch = newMatch
 		if ev.labelsChanged {
 			oldMatch = w.sel.Matches(labels.Set(ev.prevLabels))
@@ -364,5 +369,15 @@ func (w *watcher) translate(ev *event) (watch.Event, bool) {
 			return watch.Event{}, false
 		}
 	}
-	return watch.Event{Type: t, Object: ev.obj.DeepCopy()}, true
+	obj, err := ev.data.object()
+	if err != nil {
+		return errorEvent(apierrors.NewInternalError(err)), true
+	}
+	return watch.Event{Type: t, Object: obj.DeepCopy()}, true
+}
+
+// snapItem is one object of a watch's initial snapshot.
+type snapItem struct {
+	k nsName
+	e *entry
 }

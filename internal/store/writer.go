@@ -37,11 +37,17 @@ type mutation struct {
 	key      []byte                     // side-table key
 	val      []byte
 	keepFrom uint64
+	// Create only: the object's JSON up to the commit-time metadata, and
+	// its labels.
+	pre    []byte
+	labels map[string]string
 
-	out    *unstructured.Unstructured // shared, read-only
-	outVal []byte
-	err    error
-	done   chan struct{}
+	out     *unstructured.Unstructured // shared, read-only
+	outSeq  uint64                     // Create: the new object's resourceVersion
+	outTime time.Time                  // Create: its creationTimestamp
+	outVal  []byte
+	err     error
+	done    chan struct{}
 }
 
 // writerState is the writer goroutine's view: the published state plus every
@@ -308,13 +314,13 @@ func (s *Store) nextSeq(g *group) uint64 {
 }
 
 // emit writes one event: log entry, history entry and projection, and
-// updates the writer view. obj must already carry resourceVersion = seq.
+// updates the writer view. The object (d, with labels) must already carry
+// resourceVersion = seq.
 func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string, now time.Time,
-	obj *unstructured.Unstructured, prev *entry, remove bool) error {
-	ev := &event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, obj: obj}
+	d *objData, labels map[string]string, prev *entry, remove bool) error {
+	ev := &event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, data: d, labels: labels}
 	if prev != nil {
-		newLabels := obj.GetLabels()
-		if !labelsEqual(prev.labels, newLabels) {
+		if !labelsEqual(prev.labels, labels) {
 			ev.labelsChanged = true
 			ev.prevLabels = prev.labels
 			if ev.prevLabels == nil {
@@ -354,7 +360,7 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 	}
 	var e *entry
 	if !remove {
-		e = &entry{obj: obj, rv: seq, labels: obj.GetLabels()}
+		e = &entry{data: d, rv: seq, labels: labels}
 		s.w.objs[k] = e
 	} else {
 		delete(s.w.objs, k)
