@@ -32,6 +32,9 @@ type Bootstrap struct {
 	ConversationID string
 	// LaunchToken is presented once, in the first hello.
 	LaunchToken string
+	// Outbound, when set, is kept pointing at Serve's current session so guest components can open streams to
+	// the supervisor (see Outbound). It is not part of the bootstrap environment.
+	Outbound *Outbound `json:"-"`
 }
 
 // Validate checks that every field is present and well-formed.

@@ -17,7 +17,8 @@ const (
 	maxBackoff = 5 * time.Second
 )
 
-// Serve dials the supervisor, serves handler on every stream the supervisor opens, and re-dials with the
+// Serve dials the supervisor, serves handler on every stream the supervisor opens (publishing each session to
+// b.Outbound when set, for streams the guest opens), and re-dials with the
 // reconnect secret whenever the session drops, until ctx ends (then it returns nil). Connection failures are
 // retried with capped exponential backoff; a refusal by the supervisor or a supervisor key mismatch is permanent
 // and returned, so the guest can exit and let the supervisor observe it.
@@ -33,7 +34,13 @@ func Serve(ctx context.Context, b Bootstrap, handler http.Handler, log *slog.Log
 		return err
 	}
 	for {
+		if b.Outbound != nil {
+			b.Outbound.set(s)
+		}
 		serveSession(ctx, s, handler, log)
+		if b.Outbound != nil {
+			b.Outbound.set(nil)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
 	"time"
@@ -46,6 +47,16 @@ type Options struct {
 	Clock func() time.Time
 	// Registerer, when set, receives the gateway's Prometheus collectors.
 	Registerer prometheus.Registerer
+	// GuestStreams receives the streams a guest opens towards the supervisor (egress). When nil, such streams are
+	// accepted and closed at once, so a guest never waits on them.
+	GuestStreams GuestStreamHandler
+}
+
+// GuestStreamHandler serves streams opened by a guest. ServeGuestStream runs on its own goroutine per stream and
+// owns stream (it must close it); it should return promptly once the conversation's connection ends (the stream
+// then fails every read and write).
+type GuestStreamHandler interface {
+	ServeGuestStream(conversationID string, stream net.Conn)
 }
 
 // Gateway accepts guest connections for prepared conversations. It is safe for concurrent use.

@@ -69,6 +69,24 @@ func (g *Gateway) serveConn(c *conversation, raw net.Conn) {
 	admitted = true
 	g.log.Info("guest admitted", "conversation", c.id, "guestFingerprint", fp, "reconnect", reconnect)
 	go g.watch(c, gc)
+	go g.acceptGuestStreams(c.id, gc)
+}
+
+// acceptGuestStreams hands every stream the guest opens to Options.GuestStreams until the connection ends. A
+// stream must be accepted even without a handler: yamux ends the whole session when a stream open is not
+// acknowledged within StreamOpenTimeout.
+func (g *Gateway) acceptGuestStreams(convID string, gc *GuestConn) {
+	for {
+		st, err := gc.mux.AcceptStream()
+		if err != nil {
+			return // the session ended
+		}
+		if g.opts.GuestStreams == nil {
+			_ = st.Close()
+			continue
+		}
+		go g.opts.GuestStreams.ServeGuestStream(convID, st)
+	}
 }
 
 // admit validates the hello under the conversation's admission lock, records the binding, replies OK (with the

@@ -1,0 +1,19 @@
+package egress
+
+import "net"
+
+// CLIEnv returns the environment that points a CLI's HTTP clients at the forward proxy at proxyAddr (both upper
+// and lower case, as tools disagree) and keeps loopback — where the provider port listens — off the proxy.
+func CLIEnv(proxyAddr net.Addr) map[string]string {
+	u := "http://" + proxyAddr.String()
+	const noProxy = "127.0.0.1,localhost,::1"
+	return map[string]string{
+		"HTTPS_PROXY": u, "https_proxy": u,
+		"HTTP_PROXY": u, "http_proxy": u,
+		"ALL_PROXY": u, "all_proxy": u,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
+	}
+}
+
+// ProviderURL is the base URL a CLI uses to reach its provider through the provider port at addr.
+func ProviderURL(addr net.Addr) string { return "http://" + addr.String() }

@@ -1,0 +1,184 @@
+package egress_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	guestegress "aicli.dev/aicli/guest/egress"
+	"aicli.dev/aicli/guest/sidechannel"
+	"aicli.dev/aicli/guest/sidechannel/wire"
+	"aicli.dev/aicli/internal/egress"
+	"aicli.dev/aicli/internal/gateway"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// memTokens is a map-backed gateway.TokenStore.
+type memTokens struct {
+	mu sync.Mutex
+	kv map[string][]byte
+}
+
+func (m *memTokens) PutKV(_ context.Context, b, k string, v []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.kv[b+"/"+k] = v
+	return nil
+}
+
+func (m *memTokens) TakeKV(_ context.Context, b, k string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.kv[b+"/"+k]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, k)
+	}
+	delete(m.kv, b+"/"+k)
+	return v, nil
+}
+
+// denial is one Denied callback.
+type denial struct{ conv, target, reason string }
+
+// recorder collects Denied callbacks.
+type recorder struct {
+	mu  sync.Mutex
+	got []denial
+}
+
+func (r *recorder) denied(conv, target, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, denial{conv, target, reason})
+}
+
+func (r *recorder) all() []denial {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]denial(nil), r.got...)
+}
+
+// dialLog records every address the server dialed.
+type dialLog struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *dialLog) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+func (d *dialLog) all() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.addrs...)
+}
+
+// env is one in-process supervisor (gateway + egress server) and one guest (side channel + egress proxies)
+// connected over a real unix socket.
+type env struct {
+	conv     string
+	server   *egress.Server
+	gw       *gateway.Gateway
+	out      *sidechannel.Outbound
+	proxy    *guestegress.Proxy
+	denials  *recorder
+	dials    *dialLog
+	proxyURL string // http://<forward proxy>
+	provider string // http://<provider port>
+}
+
+// newEnv starts the pair; opts.Denied and opts.Dial are filled in by the env.
+func newEnv(t *testing.T, opts egress.Options) *env {
+	t.Helper()
+	e := &env{conv: "conv-egress", denials: &recorder{}, dials: &dialLog{}, out: &sidechannel.Outbound{}}
+	opts.Denied = e.denials.denied
+	opts.Dial = e.dials.dial
+	opts.Logger = quiet
+	e.server = egress.NewServer(opts)
+	t.Cleanup(func() { _ = e.server.Close() })
+	dir := t.TempDir()
+	gw, err := gateway.New(gateway.Options{DataDir: dir, Tokens: &memTokens{kv: map[string][]byte{}}, Logger: quiet,
+		GuestStreams: e.server})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	e.gw = gw
+	l, err := gw.Prepare(context.Background(), e.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := sidechannel.Bootstrap{
+		SocketPath:            filepath.Join(l.HostDir, wire.SocketName),
+		SupervisorFingerprint: gw.Fingerprint(),
+		ConversationID:        e.conv,
+		LaunchToken:           l.Env[sidechannel.EnvLaunchToken],
+		Outbound:              e.out,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sidechannel.Serve(ctx, b, http.NotFoundHandler(), quiet) }()
+	p, err := guestegress.Listen(guestegress.Options{Streams: e.out, ProviderAddr: "127.0.0.1:0",
+		ProxyAddr: "127.0.0.1:0", Logger: quiet, OpenTimeout: 10 * time.Second})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	e.proxy = p
+	proxied := make(chan error, 1)
+	go func() { proxied <- p.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		for _, ch := range []chan error{served, proxied} {
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Error("guest side did not stop")
+			}
+		}
+	})
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if _, err := gw.WaitGuest(wctx, e.conv); err != nil {
+		t.Fatal(err)
+	}
+	e.proxyURL = "http://" + p.ProxyAddr().String()
+	e.provider = guestegress.ProviderURL(p.ProviderAddr())
+	return e
+}
+
+// policy sets the conversation's policy from a provider endpoint and allow entries.
+func (e *env) policy(t *testing.T, provider string, allow ...string) {
+	t.Helper()
+	p, err := egress.NewPolicy(provider, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.server.SetPolicy(e.conv, p)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

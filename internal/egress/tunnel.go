@@ -1,0 +1,99 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"aicli.dev/aicli/guest/egress/egresswire"
+)
+
+// serveTunnel dials an allowed target, admits the stream and pipes bytes both ways until both directions end,
+// one fails, or the tunnel idles out.
+func (s *Server) serveTunnel(conv string, st net.Conn, addr string) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.DialTimeout)
+	c, err := s.opts.Dial(ctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		s.refuse(conv, st, addr, &Denial{egresswire.ReasonDialFailed, err.Error()})
+		return
+	}
+	defer func() { _ = c.Close() }()
+	if !s.admit(st) {
+		return
+	}
+	s.log.Debug("egress tunnel open", "conversation", conv, "target", addr)
+	pipe(s.ctx, st, c, s.opts.IdleTimeout)
+}
+
+// errStopped ends a pipe whose context ended.
+var errStopped = errors.New("egress: pipe stopped")
+
+// pipe copies a → b and b → a. A clean end of one direction half-closes the destination's write side; an error,
+// idleness in both directions for idle, or the end of ctx closes both.
+func pipe(ctx context.Context, a, b net.Conn, idle time.Duration) {
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	errc := make(chan error, 2)
+	go func() { errc <- copyIdle(ctx, b, a, idle, &last) }()
+	go func() { errc <- copyIdle(ctx, a, b, idle, &last) }()
+	stop := context.AfterFunc(ctx, func() { // a yamux Close is only a half-close: also cut blocked reads
+		_ = a.SetDeadline(time.Now())
+		_ = b.SetDeadline(time.Now())
+	})
+	defer stop()
+	for range 2 {
+		if err := <-errc; err != nil {
+			break
+		}
+	}
+	_ = a.SetDeadline(time.Now())
+	_ = b.SetDeadline(time.Now())
+	_ = a.Close()
+	_ = b.Close()
+}
+
+// copyIdle copies src to dst; a read that times out only ends the copy when neither direction moved a byte for
+// idle. On EOF it half-closes dst.
+func copyIdle(ctx context.Context, dst, src net.Conn, idle time.Duration, last *atomic.Int64) error {
+	buf := make([]byte, 32<<10)
+	for {
+		if ctx.Err() != nil {
+			return errStopped
+		}
+		_ = src.SetReadDeadline(time.Now().Add(idle))
+		n, err := src.Read(buf)
+		if n > 0 {
+			last.Store(time.Now().UnixNano())
+			_ = dst.SetWriteDeadline(time.Now().Add(idle))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return closeWrite(dst)
+		case isTimeout(err) && time.Since(time.Unix(0, last.Load())) < idle:
+		default:
+			return err
+		}
+	}
+}
+
+// closeWrite half-closes c: TCP CloseWrite, or a yamux stream's Close (which sends FIN and keeps reading).
+func closeWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
+
+// isTimeout reports a deadline error, from a TCP connection or a yamux stream alike.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
