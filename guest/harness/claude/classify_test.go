@@ -38,6 +38,9 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		// Reply text streaming slowly: the footer keeps "esc to interrupt".
 		{"busy-streaming.txt", ptyapi.StatusBusy},
 		{"idle-after-reply.txt", ptyapi.StatusIdle},
+		// Rendered by guest/vtscreen (the PTY host's emulator since b588b87); the others by charmbracelet/x/vt.
+		{"vtscreen-busy-streaming.txt", ptyapi.StatusBusy},
+		{"vtscreen-idle-after-reply.txt", ptyapi.StatusIdle},
 		// claude --resume <id>: the earlier turns replayed above the prompt.
 		{"idle-resumed.txt", ptyapi.StatusIdle},
 		// The folder-trust dialog draws a "❯" option line; it must not read as the prompt.

@@ -37,6 +37,9 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		{"busy-submitted-no-spinner.txt", ptyapi.StatusBusy},
 		{"busy-streaming-no-spinner.txt", ptyapi.StatusBusy},
 		{"idle-after-reply.txt", ptyapi.StatusIdle},
+		// Rendered by guest/vtscreen (the PTY host's emulator since b588b87); the others by charmbracelet/x/vt.
+		{"vtscreen-busy-streaming-no-spinner.txt", ptyapi.StatusBusy},
+		{"vtscreen-idle-after-reply.txt", ptyapi.StatusIdle},
 		{"busy-resuming.txt", ptyapi.StatusBusy},
 		{"idle-resumed.txt", ptyapi.StatusIdle},
 		{"waiting-trust-folder.txt", ptyapi.StatusWaitingForInput},
