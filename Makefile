@@ -49,7 +49,7 @@ test: ## Unit and integration tests (no Docker needed).
 .PHONY: test-e2e
 test-e2e: ## Docker e2e suite (installs/starts Docker if needed).
 	hack/ensure-docker.sh
-	go test -tags e2e -count=1 -timeout 30m ./e2e/...
+	go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 
 .PHONY: test-all
 test-all: ## Everything CI runs: the README's test command.

@@ -20,4 +20,8 @@ go vet -tags e2e ./e2e/...
 echo "== unit and integration tests"
 go test -count=1 -timeout 20m ./...
 echo "== Docker e2e"
-go test -tags e2e -count=1 -timeout 30m ./e2e/...
+# The real-CLI tier (label real-cli: Claude Code, Codex, Gemini CLI, OpenCode images
+# built from npm) is not part of the suite until issue 6 lands; run it with
+#   go test -tags 'e2e realcli' -count=1 -timeout 60m ./e2e/ -ginkgo.label-filter=real-cli
+go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
+
