@@ -23,5 +23,6 @@ echo "== Docker e2e"
 # The real-CLI tier (label real-cli: Claude Code, Codex, Gemini CLI, OpenCode images
 # built from npm) is not part of the suite until issue 6 lands; run it with
 #   go test -tags 'e2e realcli' -count=1 -timeout 60m ./e2e/ -ginkgo.label-filter=real-cli
+go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/
 go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 
