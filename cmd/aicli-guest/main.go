@@ -1,7 +1,8 @@
 // Command aicli-guest is the guest daemon, PID 1 of every conversation
 // container. Without a bootstrap environment it is a transparent stdio proxy
 // around the image's default harness CLI; with one it dials the supervisor's
-// side channel and serves the AiCliPty contract there.
+// side channel, serves the AiCliPty contract there, and serves the loopback
+// egress listeners (guest/egress) whose traffic leaves only through it.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"aicli.dev/aicli/guest/daemon"
+	"aicli.dev/aicli/guest/egress"
 	"aicli.dev/aicli/guest/reaper"
 	"aicli.dev/aicli/guest/sidechannel"
 )
@@ -50,7 +52,23 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if supervised {
+		if os.Getenv(egress.EnvEgress) != "off" {
+			boot.Outbound = &sidechannel.Outbound{}
+			startEgress(ctx, boot.Outbound, log)
+		}
 		return d.RunSupervised(ctx, boot)
 	}
 	return d.RunTransparent(ctx)
+}
+
+// startEgress serves the loopback provider port and forward proxy, whose connections leave the container only as
+// side-channel streams to the supervisor. A listen failure is logged and egress stays closed (fail closed).
+func startEgress(ctx context.Context, out *sidechannel.Outbound, log *slog.Logger) {
+	p, err := egress.Listen(egress.Options{Streams: out, Logger: log})
+	if err != nil {
+		log.Error("egress listeners", "err", err)
+		return
+	}
+	log.Info("egress listening", "provider", p.ProviderAddr().String(), "proxy", p.ProxyAddr().String())
+	go func() { _ = p.Serve(ctx) }()
 }

@@ -17,3 +17,7 @@ func CLIEnv(proxyAddr net.Addr) map[string]string {
 
 // ProviderURL is the base URL a CLI uses to reach its provider through the provider port at addr.
 func ProviderURL(addr net.Addr) string { return "http://" + addr.String() }
+
+// EnvEgress switches the guest's egress listeners: "off" disables them; anything else (or unset) enables them in
+// supervised mode.
+const EnvEgress = "AICLI_EGRESS"

@@ -1,0 +1,77 @@
+package gateway_test
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"aicli.dev/aicli/internal/gateway"
+)
+
+// streamFunc adapts a function to gateway.GuestStreamHandler.
+type streamFunc func(conv string, st net.Conn)
+
+func (f streamFunc) ServeGuestStream(conv string, st net.Conn) { f(conv, st) }
+
+// TestGuestOpenedStreams: a stream the guest opens reaches Options.GuestStreams with the conversation id, both
+// directions work, and the supervisor's own requests to the guest keep working alongside.
+func TestGuestOpenedStreams(t *testing.T) {
+	type got struct {
+		conv string
+		data string
+	}
+	seen := make(chan got, 1)
+	e := newEnv(t, func(o *gateway.Options) {
+		o.GuestStreams = streamFunc(func(conv string, st net.Conn) {
+			defer func() { _ = st.Close() }()
+			buf := make([]byte, 4)
+			_, _ = io.ReadFull(st, buf)
+			seen <- got{conv, string(buf)}
+			_, _ = st.Write([]byte("pong"))
+		})
+	})
+	b := e.prepare("conv-gs")
+	s := dialServe(t, b)
+	gc := waitGuest(t, e.g, "conv-gs")
+	st, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := st.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := io.ReadAll(st)
+	if err != nil || string(reply) != "pong" {
+		t.Fatalf("reply %q err %v", reply, err)
+	}
+	if g := <-seen; g.conv != "conv-gs" || g.data != "ping" {
+		t.Fatalf("handler saw %+v", g)
+	}
+	if got := get(t, gc, "/after"); got != "guest conv-gs /after" {
+		t.Fatalf("supervisor-opened request after a guest stream: %q", got)
+	}
+}
+
+// TestGuestOpenedStreamWithoutHandler: without a handler the gateway accepts and closes the stream at once (an
+// unaccepted stream would make yamux end the session after its open timeout).
+func TestGuestOpenedStreamWithoutHandler(t *testing.T) {
+	e := newEnv(t)
+	b := e.prepare("conv-nh")
+	s := dialServe(t, b)
+	gc := waitGuest(t, e.g, "conv-nh")
+	st, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
+	if n, err := st.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read %d, %v: want EOF from a stream nobody serves", n, err)
+	}
+	_ = st.Close()
+	if got := get(t, gc, "/still"); got != "guest conv-nh /still" {
+		t.Fatalf("session after an unserved stream: %q", got)
+	}
+}
