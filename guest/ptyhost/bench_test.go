@@ -51,14 +51,24 @@ func (a rawAdapter) ParseTranscript(io.Reader) ([]harness.TranscriptEntry, error
 	return nil, nil
 }
 
-func rawHost(b *testing.B, path string, args ...string) *Host {
+func rawHost(b testing.TB, path string, args ...string) *Host {
+	b.Helper()
+	return rawHostWith(b, nil, path, args...)
+}
+
+// rawHostWith is rawHost with mod applied to the options first.
+func rawHostWith(b testing.TB, mod func(*Options), path string, args ...string) *Host {
 	b.Helper()
 	reg, err := harness.NewRegistry(rawAdapter{path: path, args: args})
 	if err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	h, err := New(Options{Registry: reg, Home: filepath.Join(dir, "home"), WorkDir: dir})
+	opts := Options{Registry: reg, Home: filepath.Join(dir, "home"), WorkDir: dir}
+	if mod != nil {
+		mod(&opts)
+	}
+	h, err := New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
