@@ -100,15 +100,24 @@ func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.U
 	if err != nil {
 		return nil, badRequest("%s/%s: %v", n.GetNamespace(), n.GetName(), err)
 	}
-	m := &mutation{op: opCreate, resource: resource, ns: n.GetNamespace(), name: n.GetName(),
-		pre: pre, labels: n.GetLabels()}
-	if err := s.submit(ctx, m); err != nil {
+	m, _ := s.mutPool.Get().(*mutation)
+	if m == nil {
+		m = &mutation{}
+	}
+	m.op, m.resource, m.ns, m.name, m.pre, m.labels = opCreate, resource, n.GetNamespace(), n.GetName(), pre, n.GetLabels()
+	err = s.submit(ctx, m)
+	seq, created := m.outSeq, m.outTime
+	if m.acked {
+		*m = mutation{done: m.done}
+		s.mutPool.Put(m)
+	}
+	if err != nil {
 		return nil, err
 	}
 	md["uid"] = uid
-	md["creationTimestamp"] = m.outTime.Format(time.RFC3339)
+	md["creationTimestamp"] = created.Format(time.RFC3339)
 	md["generation"] = int64(1)
-	md["resourceVersion"] = strconv.FormatUint(m.outSeq, 10)
+	md["resourceVersion"] = strconv.FormatUint(seq, 10)
 	return n, nil
 }
 

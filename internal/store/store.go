@@ -153,8 +153,8 @@ type Store struct {
 
 	stats struct{ groups, synced, mutations, events atomic.Uint64 }
 	// encBufs holds *[]byte scratch buffers for encoding in callers'
-	// goroutines.
-	encBufs sync.Pool
+	// goroutines; mutPool holds acknowledged Create mutations for reuse.
+	encBufs, mutPool sync.Pool
 
 	// dbMu keeps direct pebble readers (History) out while Close closes db.
 	dbMu     sync.RWMutex

@@ -27,7 +27,7 @@ const (
 )
 
 // mutation is one request to the writer. The writer fills out/outVal/err and
-// the publisher closes done once the request's group is durable.
+// the publisher signals done once the request's group is durable.
 type mutation struct {
 	op       opKind
 	resource string
@@ -47,7 +47,8 @@ type mutation struct {
 	outTime time.Time                  // Create: its creationTimestamp
 	outVal  []byte
 	err     error
-	done    chan struct{}
+	done    chan struct{} // capacity 1: one signal per submit
+	acked   bool          // submit received the signal: the writer is done with m
 }
 
 // writerState is the writer goroutine's view: the published state plus every
@@ -101,7 +102,9 @@ func (s *Store) submit(ctx context.Context, m *mutation) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	m.done = make(chan struct{})
+	if m.done == nil {
+		m.done = make(chan struct{}, 1)
+	}
 	select {
 	case s.mutCh <- m:
 	case <-s.closing:
@@ -111,10 +114,12 @@ func (s *Store) submit(ctx context.Context, m *mutation) error {
 	}
 	select {
 	case <-m.done:
+		m.acked = true
 		return m.err
 	case <-s.stopped:
 		select {
 		case <-m.done:
+			m.acked = true
 			return m.err
 		default:
 			return ErrClosed
@@ -149,6 +154,8 @@ func (s *Store) writeLoop() {
 				break drain
 			}
 		}
+		n := len(g.muts)
+		g.events, g.changes, g.undo = make([]*event, 0, n), make([]change, 0, n), make([]undoRec, 0, n)
 		s.w.groups++
 		g.idx = s.w.groups
 		s.appliedGroups.Store(g.idx)
@@ -193,7 +200,7 @@ func (s *Store) awaitSync(g *group) {
 				if m.err == nil {
 					m.err, m.out, m.outVal = ferr, nil, nil
 				}
-				close(m.done)
+				m.done <- struct{}{}
 			}
 			s.markPublished(h.idx)
 		}
@@ -435,7 +442,7 @@ func (s *Store) publish(g *group) {
 		s.mu.Unlock()
 	}
 	for _, m := range g.muts {
-		close(m.done)
+		m.done <- struct{}{}
 	}
 	s.markPublished(g.idx)
 }
