@@ -437,26 +437,45 @@ func (s *subscriber) end(err error) {
 	})
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. It blocks for the first chunk and then fills p
+// with whatever else is already queued, so a fast producer reaches the
+// transport in few large writes rather than one per PTY read.
 func (s *subscriber) Read(p []byte) (int, error) {
-	if len(s.cur) == 0 {
-		b, ok := <-s.ch
-		if !ok {
+	n := 0
+	for n < len(p) {
+		if len(s.cur) == 0 {
+			var b []byte
+			var ok bool
+			if n == 0 {
+				b, ok = <-s.ch
+			} else {
+				select {
+				case b, ok = <-s.ch:
+				default:
+					return n, nil
+				}
+			}
+			if !ok {
+				if n > 0 {
+					return n, nil
+				}
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return 0, s.err
+			}
 			s.mu.Lock()
-			defer s.mu.Unlock()
-			return 0, s.err
+			s.queued -= len(b)
+			s.mu.Unlock()
+			select {
+			case s.drained <- struct{}{}:
+			default:
+			}
+			s.cur = b
 		}
-		s.mu.Lock()
-		s.queued -= len(b)
-		s.mu.Unlock()
-		select {
-		case s.drained <- struct{}{}:
-		default:
-		}
-		s.cur = b
+		c := copy(p[n:], s.cur)
+		s.cur = s.cur[c:]
+		n += c
 	}
-	n := copy(p, s.cur)
-	s.cur = s.cur[n:]
 	return n, nil
 }
 
