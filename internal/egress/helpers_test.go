@@ -102,7 +102,7 @@ type env struct {
 }
 
 // newEnv starts the pair; opts.Denied and opts.Dial are filled in by the env.
-func newEnv(t *testing.T, opts egress.Options) *env {
+func newEnv(t testing.TB, opts egress.Options) *env {
 	t.Helper()
 	e := &env{conv: "conv-egress", denials: &recorder{}, dials: &dialLog{}, out: &sidechannel.Outbound{}}
 	opts.Denied = e.denials.denied
