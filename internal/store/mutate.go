@@ -27,7 +27,7 @@ var serverOwnedTop = map[string]bool{"metadata": true, "status": true, "apiVersi
 // commit: creationTimestamp, generation and resourceVersion.
 func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	if _, ok := s.w.objs[k]; ok {
+	if s.current(k) != nil {
 		return apierrors.NewAlreadyExists(gr(m.resource), m.name)
 	}
 	now := s.opts.Clock().UTC()
@@ -87,7 +87,7 @@ func checkPreconditions(resource, name string, cur *entry, curObj *unstructured.
 
 func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	cur := s.w.objs[k]
+	cur := s.current(k)
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
@@ -183,7 +183,7 @@ func unionKeys(a, b map[string]interface{}) map[string]struct{} {
 
 func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	cur := s.w.objs[k]
+	cur := s.current(k)
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
@@ -218,7 +218,7 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 
 func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	cur := s.w.objs[k]
+	cur := s.current(k)
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}

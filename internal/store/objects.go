@@ -185,7 +185,7 @@ func (s *Store) Get(ctx context.Context, resource, namespace, name string) (*uns
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	s.mu.RLock()
-	e := s.index[resource][nsName{namespace, name}]
+	e := s.visible(resource, namespace, name)
 	s.mu.RUnlock()
 	if e == nil {
 		return nil, apierrors.NewNotFound(gr(resource), name)
@@ -217,8 +217,9 @@ func (s *Store) List(ctx context.Context, resource, namespace string, sel labels
 	var items []item
 	s.mu.RLock()
 	rv := s.rv.Load()
-	for k, e := range s.index[resource] {
-		if namespace != "" && k.ns != namespace {
+	for k, sl := range s.index[resource] {
+		e := sl.pub
+		if e == nil || (namespace != "" && k.ns != namespace) {
 			continue
 		}
 		if !sel.Matches(labels.Set(e.labels)) {

@@ -144,7 +144,10 @@ type Store struct {
 
 	// mu guards the published state below.
 	mu          sync.RWMutex
-	index       map[string]map[nsName]*entry // resource → objects
+	// index maps resource → address → slot. Only the writer goroutine
+	// changes the maps (holding mu); readers hold mu for reading, the
+	// writer reads them without it.
+	index       map[string]map[nsName]*slot
 	compactFrom uint64                       // first retained watch-log seq
 	watchers    map[*watcher]struct{}
 	recent      []*event      // last published events, ascending seq (watch cache)
@@ -159,6 +162,15 @@ type Store struct {
 	// dbMu keeps direct pebble readers (History) out while Close closes db.
 	dbMu     sync.RWMutex
 	dbClosed bool
+}
+
+// slot is one object address in the index. cur is the writer's view,
+// including groups applied to pebble but not yet durable (writer goroutine
+// only); pub is the published, durable version readers see (written under
+// mu). A slot whose pub is nil is invisible to readers; the writer removes
+// slots that are empty in both views (see sweep).
+type slot struct {
+	cur, pub *entry
 }
 
 // entry is one current object; data is immutable once published.
@@ -201,7 +213,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		mutCh:    make(chan *mutation, maxGroup),
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
-		index:    map[string]map[nsName]*entry{},
+		index:    map[string]map[nsName]*slot{},
 		watchers: map[*watcher]struct{}{},
 	}
 	if err := s.load(); err != nil {
@@ -263,7 +275,6 @@ func (s *Store) load() error {
 		return fmt.Errorf("store: iterate history: %w", err)
 	}
 	defer hit.Close()
-	s.w.objs = map[objKey]*entry{}
 	n := 0
 	var hk []byte
 	for it.First(); it.Valid(); it.Next() {
@@ -287,8 +298,7 @@ func (s *Store) load() error {
 			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
 		}
 		e := newEntry(obj)
-		s.w.objs[objKey{res, ns, name}] = e
-		s.indexPut(res, nsName{ns, name}, e)
+		s.indexPut(res, nsName{ns, name}, &slot{cur: e, pub: e})
 		n++
 	}
 	if err := errors.Join(it.Error(), hit.Error()); err != nil {
@@ -315,13 +325,32 @@ func (s *Store) getRaw(k []byte) ([]byte, error) {
 	return out, nil
 }
 
-func (s *Store) indexPut(resource string, k nsName, e *entry) {
+// indexPut adds a slot; writer goroutine (or Open), holding mu.
+func (s *Store) indexPut(resource string, k nsName, sl *slot) {
 	m := s.index[resource]
 	if m == nil {
-		m = map[nsName]*entry{}
+		m = map[nsName]*slot{}
 		s.index[resource] = m
 	}
-	m[k] = e
+	m[k] = sl
+}
+
+// current returns the writer's view of an object (nil if absent); writer
+// goroutine only.
+func (s *Store) current(k objKey) *entry {
+	if sl := s.index[k.resource][nsName{k.ns, k.name}]; sl != nil {
+		return sl.cur
+	}
+	return nil
+}
+
+// visible returns the durable version of an object (nil if absent);
+// called with mu held.
+func (s *Store) visible(resource, ns, name string) *entry {
+	if sl := s.index[resource][nsName{ns, name}]; sl != nil {
+		return sl.pub
+	}
+	return nil
 }
 
 // CurrentRV returns the resourceVersion of the last acknowledged event.

@@ -129,8 +129,9 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 		}
 		w.startRV = max(from, cur)
 	} else {
-		for k, e := range s.index[resource] {
-			if namespace != "" && k.ns != namespace {
+		for k, sl := range s.index[resource] {
+			e := sl.pub
+			if e == nil || (namespace != "" && k.ns != namespace) {
 				continue
 			}
 			if !w.everything && !sel.Matches(labels.Set(e.labels)) {

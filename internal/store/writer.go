@@ -54,7 +54,9 @@ type mutation struct {
 // writerState is the writer goroutine's view: the published state plus every
 // group applied to pebble but not yet published.
 type writerState struct {
-	objs        map[objKey]*entry
+	// dead are slots emptied in the writer view, removed from the index by
+	// sweep once that is published too.
+	dead        []deadSlot
 	seq         uint64
 	compactFrom uint64
 	groups      uint64 // groups formed so far (group.idx)
@@ -63,13 +65,19 @@ type writerState struct {
 }
 
 type change struct {
-	k objKey
-	e *entry // nil: removed
+	sl *slot
+	e  *entry // nil: removed
 }
 
 type undoRec struct {
-	k    objKey
+	dead deadSlot // the slot, with its address
 	prev *entry
+}
+
+type deadSlot struct {
+	resource string
+	k        nsName
+	sl       *slot
 }
 
 type kvOverlay struct {
@@ -231,6 +239,7 @@ func (s *Store) applyGroup(g *group) {
 		}
 		return
 	}
+	s.sweep()
 	b := s.db.NewBatch()
 	g.startSeq = s.w.seq
 	g.startCompactFrom = s.w.compactFrom
@@ -266,16 +275,39 @@ func (s *Store) applyGroup(g *group) {
 	g.batch = b
 }
 
+// sweep removes index slots that are empty in the writer view and whose
+// removal is published (so readers already miss them).
+func (s *Store) sweep() {
+	if len(s.w.dead) == 0 {
+		return
+	}
+	keep := s.w.dead[:0]
+	s.mu.Lock()
+	for _, d := range s.w.dead {
+		switch {
+		case d.sl.cur != nil: // created again
+		case d.sl.pub != nil: // removal not yet published
+			keep = append(keep, d)
+		default:
+			if m := s.index[d.resource]; m[d.k] == d.sl {
+				delete(m, d.k)
+			}
+		}
+	}
+	s.mu.Unlock()
+	clear(s.w.dead[len(keep):])
+	s.w.dead = keep
+}
+
 // abortGroup undoes the writer view changes of a group that could not be
 // applied and fails every mutation in it.
 func (s *Store) abortGroup(g *group, b *pebble.Batch, cause error) {
 	_ = b.Close()
 	for i := len(g.undo) - 1; i >= 0; i-- {
 		u := g.undo[i]
+		u.dead.sl.cur = u.prev
 		if u.prev == nil {
-			delete(s.w.objs, u.k)
-		} else {
-			s.w.objs[u.k] = u.prev
+			s.w.dead = append(s.w.dead, u.dead)
 		}
 	}
 	s.w.seq = g.startSeq
@@ -365,15 +397,24 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 	if err != nil {
 		return fmt.Errorf("store: build batch: %w", err)
 	}
+	a := nsName{k.ns, k.name}
+	sl := s.index[k.resource][a]
+	if sl == nil {
+		sl = &slot{}
+		s.mu.Lock()
+		s.indexPut(k.resource, a, sl)
+		s.mu.Unlock()
+	}
+	ds := deadSlot{k.resource, a, sl}
 	var e *entry
 	if !remove {
 		e = &entry{data: d, rv: seq, labels: labels}
-		s.w.objs[k] = e
 	} else {
-		delete(s.w.objs, k)
+		s.w.dead = append(s.w.dead, ds)
 	}
-	g.undo = append(g.undo, undoRec{k: k, prev: prev})
-	g.changes = append(g.changes, change{k: k, e: e})
+	sl.cur = e
+	g.undo = append(g.undo, undoRec{dead: ds, prev: prev})
+	g.changes = append(g.changes, change{sl: sl, e: e})
 	g.events = append(g.events, ev)
 	return nil
 }
@@ -426,13 +467,7 @@ func (s *Store) publish(g *group) {
 	if len(g.changes) > 0 || len(g.events) > 0 {
 		s.mu.Lock()
 		for _, c := range g.changes {
-			if c.e == nil {
-				if m := s.index[c.k.resource]; m != nil {
-					delete(m, nsName{c.k.ns, c.k.name})
-				}
-			} else {
-				s.indexPut(c.k.resource, nsName{c.k.ns, c.k.name}, c.e)
-			}
+			c.sl.pub = c.e
 		}
 		if g.lastSeq > s.rv.Load() {
 			s.rv.Store(g.lastSeq)

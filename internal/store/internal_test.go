@@ -96,3 +96,49 @@ func TestOpenReadsJSONProjections(t *testing.T) {
 		t.Fatalf("got %v, want %v", got.Object, created.Object)
 	}
 }
+
+// TestSweepRemovesDeletedSlots checks that deleted objects leave the index
+// once their removal is published, and that a name deleted and created
+// again in one group stays visible.
+func TestSweepRemovesDeletedSlots(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	obj := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "aicli.dev/v1alpha1", "kind": "Agent",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": name},
+		}}
+	}
+	for _, n := range []string{"a", "b"} {
+		if _, err := s.Create(ctx, "agents", obj(n)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Delete(ctx, "agents", "ns", n, DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The next group sweeps.
+	if _, err := s.Create(ctx, "agents", obj("c")); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.RLock()
+	n := len(s.index["agents"])
+	s.mu.RUnlock()
+	if n != 1 {
+		t.Fatalf("index holds %d slots, want 1", n)
+	}
+	if _, err := s.Create(ctx, "agents", obj("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "agents", "ns", "a"); err != nil {
+		t.Fatalf("recreated object: %v", err)
+	}
+	l, err := s.List(ctx, "agents", "", nil)
+	if err != nil || len(l.Items) != 2 {
+		t.Fatalf("list: %d items, %v", len(l.Items), err)
+	}
+}
