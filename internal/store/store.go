@@ -143,12 +143,12 @@ type Store struct {
 	w writerState
 
 	// mu guards the published state below.
-	mu          sync.RWMutex
+	mu sync.RWMutex
 	// index maps resource → address → slot. Only the writer goroutine
 	// changes the maps (holding mu); readers hold mu for reading, the
 	// writer reads them without it.
 	index       map[string]map[nsName]*slot
-	compactFrom uint64                       // first retained watch-log seq
+	compactFrom uint64 // first retained watch-log seq
 	watchers    map[*watcher]struct{}
 	recent      []*event      // last published events, ascending seq (watch cache)
 	rv          atomic.Uint64 // last published seq; written under mu
