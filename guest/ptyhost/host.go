@@ -33,15 +33,15 @@ const (
 	MaxCols                 = 1000
 	MaxRows                 = 1000
 	DefaultStopGrace        = 3 * time.Second
-	DefaultSubscriberBuffer = 1 << 20
-	DefaultMirrorBuffer     = 4 << 20
+	DefaultSubscriberBuffer = 256 << 10
+	DefaultMirrorBuffer     = 1 << 20
 	// DefaultSubscriberGrace is how long a subscriber with a full backlog may
 	// hold up the PTY reader without reading anything before it is cut off.
 	DefaultSubscriberGrace = time.Second
 	DefaultPath            = "/opt/aicli/bin:/usr/local/bin:/usr/bin:/bin"
 	// emuBacklogBytes bounds the output the emulator may lag behind the PTY
 	// reader; past it the reader waits for the emulator.
-	emuBacklogBytes = 1 << 20
+	emuBacklogBytes = 256 << 10
 	// emuBatchBytes is the most output fed to the emulator under one lock, so
 	// a render never waits for a whole backlog.
 	emuBatchBytes = 64 << 10

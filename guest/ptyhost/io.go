@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,18 +43,14 @@ func (h *Host) readLoop() {
 				subs = append(subs, s)
 			}
 			h.mu.Unlock()
-			if len(subs) > 0 {
-				// One copy shared by all subscribers; they only read it.
-				chunk := append([]byte(nil), buf[:n]...)
-				for _, s := range subs {
-					if !s.offer(chunk, h.opts.SubscriberGrace, h.stopCh) {
-						h.mu.Lock()
-						delete(h.subs, s)
-						h.mu.Unlock()
-					}
+			for _, s := range subs {
+				if !s.offer(buf[:n], h.opts.SubscriberGrace, h.stopCh) {
+					h.mu.Lock()
+					delete(h.subs, s)
+					h.mu.Unlock()
 				}
-				clear(subs)
 			}
+			clear(subs)
 			if h.mirror != nil {
 				_, _ = h.mirror.Write(buf[:n])
 			}
@@ -318,172 +313,4 @@ func (h *Host) Quota(ctx context.Context) (ptyapi.Quota, error) {
 		m = []ptyapi.QuotaMetric{}
 	}
 	return ptyapi.Quota{Metrics: m}, nil
-}
-
-// Subscribe implements ptyapi.PTY. The reader ends with io.EOF when the CLI's
-// output ends or ctx is done, and with ptyapi.ErrSlowSubscriber when it falls
-// more than Options.SubscriberBuffer bytes behind.
-func (h *Host) Subscribe(ctx context.Context) (io.ReadCloser, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.state == stateNew {
-		return nil, ptyapi.ErrNotStarted
-	}
-	s := &subscriber{ch: make(chan []byte, 1024), limit: h.opts.SubscriberBuffer, host: h, drained: make(chan struct{}, 1)}
-	if h.outputEnded {
-		s.end(io.EOF)
-		return s, nil
-	}
-	h.subs[s] = struct{}{}
-	if ctx.Done() != nil {
-		go func() {
-			select {
-			case <-ctx.Done():
-				_ = s.Close()
-			case <-s.closed():
-			}
-		}()
-	}
-	return s, nil
-}
-
-func (h *Host) closeSubscribers(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.outputEnded = true
-	for s := range h.subs {
-		s.end(err)
-		delete(h.subs, s)
-	}
-}
-
-// subscriber is one Subscribe stream: a bounded queue of output chunks.
-type subscriber struct {
-	host    *Host
-	ch      chan []byte
-	limit   int
-	mu      sync.Mutex
-	queued  int
-	err     error
-	cur     []byte
-	drained chan struct{} // signalled when Read takes a chunk off the queue
-	doneCh  chan struct{}
-	doneMu  sync.Mutex
-	endOnce sync.Once
-}
-
-func (s *subscriber) closed() <-chan struct{} {
-	s.doneMu.Lock()
-	defer s.doneMu.Unlock()
-	if s.doneCh == nil {
-		s.doneCh = make(chan struct{})
-	}
-	return s.doneCh
-}
-
-// offer queues chunk. At its bound it waits while the reader keeps taking
-// chunks, and cuts the subscriber off once it has taken none for grace (or
-// at once when stop closes); false means the subscriber is gone.
-func (s *subscriber) offer(chunk []byte, grace time.Duration, stop <-chan struct{}) bool {
-	var timer *time.Timer
-	for {
-		s.mu.Lock()
-		if s.err != nil {
-			s.mu.Unlock()
-			return false
-		}
-		if s.queued == 0 || s.queued+len(chunk) <= s.limit {
-			select {
-			case s.ch <- chunk:
-				s.queued += len(chunk)
-				s.mu.Unlock()
-				return true
-			default: // too many small chunks queued: wait like for bytes
-			}
-		}
-		s.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(grace)
-			defer timer.Stop()
-		}
-		select {
-		case <-s.drained:
-			timer.Reset(grace)
-		case <-timer.C:
-			s.end(ptyapi.ErrSlowSubscriber)
-			return false
-		case <-stop:
-			s.end(io.EOF)
-			return false
-		case <-s.closed():
-			return false
-		}
-	}
-}
-
-// end terminates the stream after the queued chunks with err.
-func (s *subscriber) end(err error) {
-	s.endOnce.Do(func() {
-		s.mu.Lock()
-		s.err = err
-		close(s.ch)
-		s.mu.Unlock()
-		s.doneMu.Lock()
-		if s.doneCh == nil {
-			s.doneCh = make(chan struct{})
-		}
-		close(s.doneCh)
-		s.doneMu.Unlock()
-	})
-}
-
-// Read implements io.Reader. It blocks for the first chunk and then fills p
-// with whatever else is already queued, so a fast producer reaches the
-// transport in few large writes rather than one per PTY read.
-func (s *subscriber) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		if len(s.cur) == 0 {
-			var b []byte
-			var ok bool
-			if n == 0 {
-				b, ok = <-s.ch
-			} else {
-				select {
-				case b, ok = <-s.ch:
-				default:
-					return n, nil
-				}
-			}
-			if !ok {
-				if n > 0 {
-					return n, nil
-				}
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				return 0, s.err
-			}
-			s.mu.Lock()
-			s.queued -= len(b)
-			s.mu.Unlock()
-			select {
-			case s.drained <- struct{}{}:
-			default:
-			}
-			s.cur = b
-		}
-		c := copy(p[n:], s.cur)
-		s.cur = s.cur[c:]
-		n += c
-	}
-	return n, nil
-}
-
-// Close implements io.Closer; it detaches the subscriber.
-func (s *subscriber) Close() error {
-	s.host.mu.Lock()
-	delete(s.host.subs, s)
-	s.host.mu.Unlock()
-	s.end(io.EOF)
-	return nil
 }
