@@ -27,7 +27,8 @@ var serverOwnedTop = map[string]bool{"metadata": true, "status": true, "apiVersi
 // commit: creationTimestamp, generation and resourceVersion.
 func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	if s.current(k) != nil {
+	sl := s.slotOf(k)
+	if sl.current() != nil {
 		return apierrors.NewAlreadyExists(gr(m.resource), m.name)
 	}
 	now := s.opts.Clock().UTC()
@@ -39,7 +40,7 @@ func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	raw = append(raw, `"}}`...)
 	m.pre = nil
 	m.outSeq, m.outTime = seq, now
-	return s.emit(g, b, k, seq, TypeAdded, now, &objData{raw: raw}, m.labels, nil, false)
+	return s.emit(g, b, k, sl, seq, TypeAdded, now, &objData{raw: raw}, m.labels, nil, false)
 }
 
 // copyUserMeta sets the client-owned metadata fields of dst from src; empty
@@ -87,7 +88,8 @@ func checkPreconditions(resource, name string, cur *entry, curObj *unstructured.
 
 func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	cur := s.current(k)
+	sl := s.slotOf(k)
+	cur := sl.current()
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
@@ -163,7 +165,7 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	if terminating && len(finalizers(next)) == 0 {
 		typ, remove = TypeDeleted, true
 	}
-	if err := s.emit(g, b, k, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
+	if err := s.emit(g, b, k, sl, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next
@@ -183,7 +185,8 @@ func unionKeys(a, b map[string]interface{}) map[string]struct{} {
 
 func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	cur := s.current(k)
+	sl := s.slotOf(k)
+	cur := sl.current()
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
@@ -209,7 +212,7 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 	now := s.opts.Clock().UTC()
 	seq := s.nextSeq(g)
 	metadata(next)["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, seq, TypeStatus, now, treeData(next), next.GetLabels(), cur, false); err != nil {
+	if err := s.emit(g, b, k, sl, seq, TypeStatus, now, treeData(next), next.GetLabels(), cur, false); err != nil {
 		return err
 	}
 	m.out = next
@@ -218,7 +221,8 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 
 func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
-	cur := s.current(k)
+	sl := s.slotOf(k)
+	cur := sl.current()
 	if cur == nil {
 		return apierrors.NewNotFound(gr(m.resource), m.name)
 	}
@@ -244,7 +248,7 @@ func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	}
 	seq := s.nextSeq(g)
 	md["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
+	if err := s.emit(g, b, k, sl, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next

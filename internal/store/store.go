@@ -335,13 +335,19 @@ func (s *Store) indexPut(resource string, k nsName, sl *slot) {
 	m[k] = sl
 }
 
-// current returns the writer's view of an object (nil if absent); writer
+// slotOf returns the index slot of k (nil if there is none); writer
 // goroutine only.
-func (s *Store) current(k objKey) *entry {
-	if sl := s.index[k.resource][nsName{k.ns, k.name}]; sl != nil {
-		return sl.cur
+func (s *Store) slotOf(k objKey) *slot {
+	return s.index[k.resource][nsName{k.ns, k.name}]
+}
+
+// current returns the writer's view of the slot's object (nil if absent);
+// writer goroutine only.
+func (sl *slot) current() *entry {
+	if sl == nil {
+		return nil
 	}
-	return nil
+	return sl.cur
 }
 
 // visible returns the durable version of an object (nil if absent);

@@ -354,8 +354,8 @@ func (s *Store) nextSeq(g *group) uint64 {
 
 // emit writes one event: log entry, history entry and projection, and
 // updates the writer view. The object (d, with labels) must already carry
-// resourceVersion = seq.
-func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string, now time.Time,
+// resourceVersion = seq. sl is k's slot, nil if it has none yet.
+func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, typ string, now time.Time,
 	d *objData, labels map[string]string, prev *entry, remove bool) error {
 	ev := &event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, data: d, labels: labels}
 	if prev != nil {
@@ -398,7 +398,6 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, seq uint64, typ string
 		return fmt.Errorf("store: build batch: %w", err)
 	}
 	a := nsName{k.ns, k.name}
-	sl := s.index[k.resource][a]
 	if sl == nil {
 		sl = &slot{}
 		s.mu.Lock()
