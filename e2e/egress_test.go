@@ -57,7 +57,8 @@ var _ = Describe("Default-deny egress", Ordered, Label("egress"), func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		denials = &deniedLog{}
-		server = egress.NewServer(egress.Options{Denied: denials.add, Logger: suite.Logger})
+		server, err = egress.NewServer(egress.Options{Denied: denials.add, Logger: suite.Logger})
+		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(server.Close)
 		gw, err = gateway.New(gateway.Options{DataDir: GinkgoT().TempDir(), Tokens: newMemTokens(),
 			Logger: suite.Logger, GuestStreams: server})

@@ -108,7 +108,11 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 	opts.Denied = e.denials.denied
 	opts.Dial = e.dials.dial
 	opts.Logger = quiet
-	e.server = egress.NewServer(opts)
+	srv, err := egress.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.server = srv
 	t.Cleanup(func() { _ = e.server.Close() })
 	dir := t.TempDir()
 	gw, err := gateway.New(gateway.Options{DataDir: dir, Tokens: &memTokens{kv: map[string][]byte{}}, Logger: quiet,

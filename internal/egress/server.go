@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"aicli.dev/aicli/guest/egress/egresswire"
 )
 
@@ -52,6 +54,8 @@ type Options struct {
 	// ProviderTransport carries provider requests (default: a transport with no proxy and the dial and TLS
 	// timeouts above).
 	ProviderTransport http.RoundTripper
+	// Registerer, when set, receives the server's Prometheus collectors (unregistered by Close).
+	Registerer prometheus.Registerer
 }
 
 // Stats is a snapshot of the server's counters.
@@ -72,6 +76,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	transport http.RoundTripper
+	prom      *promMetrics
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -88,8 +93,8 @@ type Server struct {
 
 type reportKey struct{ conv, target, reason string }
 
-// NewServer returns a Server with no policies.
-func NewServer(opts Options) *Server {
+// NewServer returns a Server with no policies. It fails only when registering its metrics fails.
+func NewServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -131,7 +136,13 @@ func NewServer(opts Options) *Server {
 			DisableCompression:    true, // pass the client's Accept-Encoding and the provider's bytes through as they are
 		}
 	}
-	return s
+	prom, err := newPromMetrics(opts.Registerer, func() int { return s.Stats().Active })
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	s.prom = prom
+	return s, nil
 }
 
 // SetPolicy sets (or replaces) a conversation's policy; it applies to streams opened from now on.
@@ -169,6 +180,10 @@ func (s *Server) Stats() Stats {
 // Close refuses new streams, closes every stream being served and waits for their goroutines.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
 	for c := range s.streams {
 		_ = c.SetDeadline(time.Now()) // a yamux Close alone leaves blocked reads waiting for the peer
@@ -180,6 +195,7 @@ func (s *Server) Close() error {
 	if t, ok := s.transport.(*http.Transport); ok && s.opts.ProviderTransport == nil {
 		t.CloseIdleConnections()
 	}
+	s.prom.unregister()
 	return nil
 }
 
@@ -220,7 +236,7 @@ func (s *Server) ServeGuestStream(conversationUID string, stream net.Conn) {
 			s.refuse(conversationUID, stream, target, &Denial{egresswire.ReasonNoProvider, "the agent names no provider endpoint"})
 			return
 		}
-		if !s.admit(stream) {
+		if !s.admit(stream, h.Kind) {
 			return
 		}
 		s.serveProvider(conversationUID, stream, p.Provider)
@@ -267,7 +283,7 @@ func (s *Server) release(conv string, st net.Conn) {
 }
 
 // admit sends the OK reply and clears the header deadline.
-func (s *Server) admit(st net.Conn) bool {
+func (s *Server) admit(st net.Conn, kind egresswire.Kind) bool {
 	if err := egresswire.WriteFrame(st, egresswire.Reply{OK: true}); err != nil {
 		return false
 	}
@@ -275,6 +291,7 @@ func (s *Server) admit(st net.Conn) bool {
 	s.mu.Lock()
 	s.stats.Admitted++
 	s.mu.Unlock()
+	s.prom.admitted.WithLabelValues(string(kind)).Inc()
 	return true
 }
 
@@ -283,6 +300,7 @@ func (s *Server) admit(st net.Conn) bool {
 func (s *Server) refuse(conv string, st net.Conn, target string, d *Denial) {
 	now := time.Now()
 	key := reportKey{conv, target, string(d.Reason)}
+	s.prom.refused.WithLabelValues(string(d.Reason)).Inc()
 	s.mu.Lock()
 	s.stats.Refused[d.Reason]++
 	report := d.Reason != egresswire.ReasonDialFailed && d.Reason != egresswire.ReasonShuttingDown

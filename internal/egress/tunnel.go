@@ -22,7 +22,7 @@ func (s *Server) serveTunnel(conv string, st net.Conn, addr string) {
 		return
 	}
 	defer func() { _ = c.Close() }()
-	if !s.admit(st) {
+	if !s.admit(st, egresswire.KindProxy) {
 		return
 	}
 	s.log.Debug("egress tunnel open", "conversation", conv, "target", addr)
