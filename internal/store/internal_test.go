@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -140,5 +141,85 @@ func TestSweepRemovesDeletedSlots(t *testing.T) {
 	l, err := s.List(ctx, "agents", "", nil)
 	if err != nil || len(l.Items) != 2 {
 		t.Fatalf("list: %d items, %v", len(l.Items), err)
+	}
+}
+
+// TestCreateEncodings checks that Create returns, stores and reloads the
+// same canonical object whether its input is canonical (copied and encoded
+// in one walk) or not (JSON round trip first), and drops status and
+// server-owned metadata.
+func TestCreateEncodings(t *testing.T) {
+	type cfg struct {
+		Mode string `json:"mode"`
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	inputs := map[string]map[string]interface{}{
+		"canonical": {"n": int64(3), "f": 1.5, "whole": 2.0, "s": "x\"y", "l": []interface{}{"a", true, nil},
+			"m": map[string]interface{}{}},
+		"go-typed": {"n": 3, "f": float32(1.5), "l": []string{"a", "b"}, "c": cfg{Mode: "m"},
+			"t": map[string]string{"k": "v"}},
+	}
+	created := map[string]*unstructured.Unstructured{}
+	for name, spec := range inputs {
+		in := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "aicli.dev/v1alpha1", "kind": "Agent",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": name, "uid": "client", "resourceVersion": "7",
+				"labels": map[string]interface{}{"a": "b"}, "annotations": map[string]interface{}{}, "generateName": ""},
+			"spec":   spec,
+			"status": map[string]interface{}{"phase": "x"},
+		}}
+		out, err := s.Create(ctx, "agents", in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, ok := out.Object["status"]; ok {
+			t.Errorf("%s: status kept", name)
+		}
+		md := out.Object["metadata"].(map[string]interface{})
+		if md["uid"] == "client" || md["resourceVersion"] == "7" || md["generation"] != int64(1) {
+			t.Errorf("%s: server metadata not set: %v", name, md)
+		}
+		if _, ok := md["annotations"]; ok {
+			t.Errorf("%s: empty annotations kept", name)
+		}
+		if _, ok := md["generateName"]; ok {
+			t.Errorf("%s: empty generateName kept", name)
+		}
+		// The result is canonical: a JSON round trip does not change it.
+		b, err := json.Marshal(out.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := decodeObject(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(rt.Object, out.Object) {
+			t.Errorf("%s: result is not canonical:\n%#v\n%#v", name, out.Object, rt.Object)
+		}
+		got, err := s.Get(ctx, "agents", "ns", name)
+		if err != nil || !reflect.DeepEqual(got.Object, out.Object) {
+			t.Errorf("%s: stored %v (%v), returned %v", name, got, err, out.Object)
+		}
+		created[name] = out
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, want := range created {
+		got, err := s.Get(ctx, "agents", "ns", name)
+		if err != nil || !reflect.DeepEqual(got.Object, want.Object) {
+			t.Errorf("%s after reopen: %v (%v), want %v", name, got, err, want.Object)
+		}
 	}
 }

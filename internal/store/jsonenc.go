@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The write path encodes objects with this small encoder instead of
@@ -198,44 +200,132 @@ func canonical(v interface{}) (out interface{}, ok bool, err error) {
 // creationTimestamp, generation, resourceVersion and the closing braces.
 const createSuffixMax = 128
 
-// encodeCreate encodes a new object (everything but status, which Create
-// drops) as JSON that ends inside metadata, after its uid, so the writer
-// only appends the fields that depend on the commit. The result has
-// capacity for them.
-func (s *Store) encodeCreate(obj, md map[string]interface{}, uid string) ([]byte, error) {
+// encodeCreate returns a private canonical copy of a new object (without
+// status, which Create drops, and without server-owned metadata) and its
+// JSON, which ends inside metadata, after uid, so that the writer only
+// appends the fields that depend on the commit; the JSON has capacity for
+// them. Canonical input is copied and encoded in one walk; anything else
+// takes a JSON round trip first (see normalize).
+func (s *Store) encodeCreate(obj *unstructured.Unstructured, uid string) (*unstructured.Unstructured, []byte, error) {
 	bp, _ := s.encBufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	defer s.encBufs.Put(bp)
-	b := append((*bp)[:0], '{')
-	var err error
+	out, b, ok, err := encodeCreateFast(obj.Object, (*bp)[:0])
+	if err == nil && !ok {
+		var n *unstructured.Unstructured
+		if n, err = normalize(obj); err == nil {
+			out, b, ok, err = encodeCreateFast(n.Object, b[:0])
+			if err == nil && !ok {
+				err = fmt.Errorf("object is not canonical after a JSON round trip")
+			}
+		}
+	}
+	*bp = b
+	if err != nil {
+		return nil, nil, err
+	}
+	b = append(b, `"uid":`...)
+	b = appendJSONString(b, uid)
+	*bp = b
+	pre := make([]byte, len(b), len(b)+createSuffixMax)
+	copy(pre, b)
+	return &unstructured.Unstructured{Object: out}, pre, nil
+}
+
+// encodeCreateFast copies and encodes obj as encodeCreate describes; ok is
+// false if obj holds values that are not canonical (see canonical).
+func encodeCreateFast(obj map[string]interface{}, b []byte) (out map[string]interface{}, _ []byte, ok bool, err error) {
+	inMeta, isMap := obj["metadata"].(map[string]interface{})
+	if !isMap {
+		return nil, b, false, fmt.Errorf("metadata must be an object")
+	}
+	out = make(map[string]interface{}, len(obj))
+	b = append(b, '{')
+	var c interface{}
 	for f, v := range obj {
 		if f == "metadata" || f == "status" {
 			continue
 		}
 		b = appendJSONString(b, f)
 		b = append(b, ':')
-		if b, err = appendJSON(b, v); err != nil {
-			return nil, err
+		if c, b, ok, err = canonicalAppend(v, b); !ok || err != nil {
+			return nil, b, ok, err
 		}
+		out[f] = c
 		b = append(b, ',')
 	}
+	md := make(map[string]interface{}, 8) // room for the server's fields
 	b = append(b, `"metadata":{`...)
-	for f, v := range md {
+	for f, v := range inMeta {
+		switch f {
+		case "name", "namespace":
+		case "generateName":
+			if gn, isStr := v.(string); !isStr || gn == "" {
+				continue
+			}
+		default:
+			if !isUserMeta(f) || isEmpty(v) {
+				continue
+			}
+		}
 		b = appendJSONString(b, f)
 		b = append(b, ':')
-		if b, err = appendJSON(b, v); err != nil {
-			return nil, err
+		if c, b, ok, err = canonicalAppend(v, b); !ok || err != nil {
+			return nil, b, ok, err
 		}
+		md[f] = c
 		b = append(b, ',')
 	}
-	b = append(b, `"uid":`...)
-	b = appendJSONString(b, uid)
-	*bp = b
-	out := make([]byte, len(b), len(b)+createSuffixMax)
-	copy(out, b)
-	return out, nil
+	out["metadata"] = md
+	return out, b, true, nil
+}
+
+// canonicalAppend is canonical that also appends the value's JSON to b.
+func canonicalAppend(v interface{}, b []byte) (out interface{}, _ []byte, ok bool, err error) {
+	switch x := v.(type) {
+	case string:
+		return v, appendJSONString(b, x), true, nil // v: no new boxing
+	case map[string]interface{}:
+		m := make(map[string]interface{}, len(x))
+		b = append(b, '{')
+		first := true
+		for k, e := range x {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			var c interface{}
+			if c, b, ok, err = canonicalAppend(e, b); !ok || err != nil {
+				return nil, b, ok, err
+			}
+			m[k] = c
+		}
+		return m, append(b, '}'), true, nil
+	case []interface{}:
+		l := make([]interface{}, len(x))
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var c interface{}
+			if c, b, ok, err = canonicalAppend(e, b); !ok || err != nil {
+				return nil, b, ok, err
+			}
+			l[i] = c
+		}
+		return l, append(b, ']'), true, nil
+	}
+	c, ok, err := canonical(v)
+	if !ok || err != nil {
+		return nil, b, ok, err
+	}
+	b, err = appendJSON(b, c)
+	return c, b, err == nil, err
 }
 
 // encodeRecord appends the record JSON (see record) of ev, object

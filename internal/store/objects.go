@@ -72,34 +72,22 @@ func prepare(resource string, obj *unstructured.Unstructured) (*unstructured.Uns
 // dropped (it is written only through UpdateStatus). The store sets uid,
 // creationTimestamp, generation=1 and resourceVersion.
 func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	n, err := prepare(resource, obj)
-	if err != nil {
+	if obj == nil {
+		return nil, badRequest("object is required")
+	}
+	if err := checkAddress(resource, obj.GetNamespace(), obj.GetName()); err != nil {
 		return nil, err
 	}
-	// n is the caller's private copy and becomes the result. The store keeps
-	// only the JSON encoded here (the writer appends what depends on the
-	// commit), so the object is neither copied again nor encoded by the
-	// writer.
-	md := metadata(n)
-	for f, v := range md {
-		switch f {
-		case "name", "namespace":
-		case "generateName":
-			if gn, ok := v.(string); !ok || gn == "" {
-				delete(md, f)
-			}
-		default:
-			if !isUserMeta(f) || isEmpty(v) {
-				delete(md, f)
-			}
-		}
-	}
-	delete(n.Object, "status")
+	// n is a private canonical copy of obj (without status and server-owned
+	// metadata) and becomes the result. The store keeps only the JSON
+	// encoded with it here (the writer appends what depends on the commit),
+	// so the object is neither copied again nor encoded by the writer.
 	uid := uuid.NewString()
-	pre, err := s.encodeCreate(n.Object, md, uid)
+	n, pre, err := s.encodeCreate(obj, uid)
 	if err != nil {
-		return nil, badRequest("%s/%s: %v", n.GetNamespace(), n.GetName(), err)
+		return nil, badRequest("%s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
 	}
+	md := metadata(n)
 	m, _ := s.mutPool.Get().(*mutation)
 	if m == nil {
 		m = &mutation{}
