@@ -4,12 +4,14 @@
 #
 # The raw-pebble baseline and the store's Create throughput are measured in
 # alternating rounds in the same run (the machine is shared, so rates drift);
-# the medians and their ratio are printed. Env: ROUNDS (default 3),
-# BENCHTIME (default 3s) for the throughput pair.
+# the medians and their ratio are printed, and, less sensitive to drift
+# between rounds, the median of the per-round ratios and of the per-round
+# CPU-time ratios (raw CPU per write / store CPU per write). Env: ROUNDS
+# (default 5), BENCHTIME (default 3s) for the throughput pair.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 benchtime=${BENCHTIME:-3s}
 pkg=./internal/store/
 bin=$(mktemp -d)/store.test
@@ -29,8 +31,11 @@ metric() {
 
 median() { sort -g | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'; }
 
+echo "loadavg.start $(cut -d' ' -f1 /proc/loadavg) load"
 raw_rates=()
 store_rates=()
+pair_ratios=()
+cpu_ratios=()
 for ((r = 1; r <= rounds; r++)); do
 	raw=$(run '^BenchmarkRawPebbleSync64$' "$benchtime")
 	st=$(run '^BenchmarkStoreCreate64$' "$benchtime")
@@ -44,12 +49,18 @@ for ((r = 1; r <= rounds; r++)); do
 	echo "round$r.store_create64.fsync $(metric "$st" fsync-ms) ms"
 	echo "round$r.store_create64.writes_per_fsync $(metric "$st" writes/fsync) writes"
 	echo "round$r.store_create64.cpu $(metric "$st" cpu-us/write) us/write"
+	pair_ratios+=("$(awk -v s="$(metric "$st" writes/s)" -v r="$(metric "$raw" writes/s)" 'BEGIN {printf "%.3f", (r > 0 ? s / r : 0)}')")
+	cpu_ratios+=("$(awk -v s="$(metric "$st" cpu-us/write)" -v r="$(metric "$raw" cpu-us/write)" 'BEGIN {printf "%.3f", (s > 0 ? r / s : 0)}')")
+	echo "round$r.store_vs_raw.ratio ${pair_ratios[-1]} ratio"
+	echo "round$r.store_vs_raw.cpu_ratio ${cpu_ratios[-1]} ratio"
 done
 raw_med=$(printf '%s\n' "${raw_rates[@]}" | median)
 store_med=$(printf '%s\n' "${store_rates[@]}" | median)
 echo "raw_pebble_sync64.median $raw_med writes/s"
 echo "store_create64.median $store_med writes/s"
 awk -v s="$store_med" -v r="$raw_med" 'BEGIN {printf "store_vs_raw.ratio %.3f ratio\n", (r > 0 ? s / r : 0)}'
+echo "store_vs_raw.paired_median $(printf '%s\n' "${pair_ratios[@]}" | median) ratio"
+echo "store_vs_raw.cpu_ratio_median $(printf '%s\n' "${cpu_ratios[@]}" | median) ratio"
 
 fan=$(run '^BenchmarkWatchFanout100$' 2000x)
 echo "watch_fanout100.p50 $(metric "$fan" p50-ms) ms"
