@@ -176,11 +176,7 @@ func (b *Builder) context(harness string) (*buildContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, err := b.buildCA()
-	if err != nil {
-		return nil, err
-	}
-	bc, err := assemble(b.Defs, harness, dir, map[string][]byte{BuildCAName: ca})
+	bc, err := assemble(b.Defs, harness, dir, map[string]func() ([]byte, error){BuildCAName: b.buildCA})
 	if err != nil {
 		return nil, err
 	}

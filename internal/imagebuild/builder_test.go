@@ -572,6 +572,10 @@ func TestBuildCAFile(t *testing.T) {
 	if _, err := b.context("ca"); err == nil || !strings.Contains(err.Error(), "build CA bundle") {
 		t.Fatalf("absent bundle: %v", err)
 	}
+	// Read only when a definition names it.
+	if _, err := b.context("noca"); err != nil {
+		t.Fatalf("noca with an absent bundle: %v", err)
+	}
 	// The default is the host's bundle when it exists.
 	b.BuildCAFile = ""
 	_, data = content(b, "ca")

@@ -53,8 +53,8 @@ func (e *MissingArtifactError) Error() string {
 
 // assemble collects the build context for one harness: every file of the definition directory (".dirs" files
 // turned into tars), plus each file a COPY/ADD line names that the definition does not hold, taken from extras
-// (files the Builder supplies) or else from the artifact directory.
-func assemble(defs fs.FS, harness, artifactDir string, extras map[string][]byte) (*buildContext, error) {
+// (files the Builder supplies, read only when named) or else from the artifact directory.
+func assemble(defs fs.FS, harness, artifactDir string, extras map[string]func() ([]byte, error)) (*buildContext, error) {
 	sub, err := fs.Sub(defs, harness)
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", harness, err)
@@ -102,11 +102,15 @@ func assemble(defs fs.FS, harness, artifactDir string, extras map[string][]byte)
 			return nil, fmt.Errorf("definition %s: COPY source %q is not in the definition and is not a plain "+
 				"artifact file name", harness, src)
 		}
-		data, mode := extras[src], int64(0o644)
-		if _, extra := extras[src]; !extra {
-			if data, mode, err = readArtifact(artifactDir, src); err != nil {
-				return nil, err
-			}
+		var data []byte
+		mode := int64(0o644)
+		if extra := extras[src]; extra != nil {
+			data, err = extra()
+		} else {
+			data, mode, err = readArtifact(artifactDir, src)
+		}
+		if err != nil {
+			return nil, err
 		}
 		files = append(files, contextFile{name: src, mode: mode, data: data})
 		have[src] = true
