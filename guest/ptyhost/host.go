@@ -45,6 +45,10 @@ const (
 	// emuBatchBytes is the most output fed to the emulator under one lock, so
 	// a render never waits for a whole backlog.
 	emuBatchBytes = 64 << 10
+	// evalInterval is the shortest time between two status evaluations
+	// during a burst of at least evalBurstBytes.
+	evalInterval   = 2 * time.Millisecond
+	evalBurstBytes = 16 << 10
 )
 
 // Credential is the user the CLI runs as.
@@ -136,13 +140,14 @@ type Host struct {
 	ptmx    *os.File
 	writeMu sync.Mutex
 
-	emuMu   sync.Mutex
-	emu     emulator
-	inSeq   atomic.Uint64 // output chunks read from the PTY
-	outSeq  atomic.Uint64 // output chunks the emulator has processed
-	emuQ    *backlog
-	emuEnd  chan struct{} // closed when the emulator has processed all output
-	replies chan []byte   // the emulator's answers to terminal queries, to write to the CLI
+	emuMu    sync.Mutex
+	emu      emulator
+	inSeq    atomic.Uint64 // output chunks read from the PTY
+	outSeq   atomic.Uint64 // output chunks the emulator has processed
+	emuBytes atomic.Uint64 // output bytes the emulator has processed
+	emuQ     *backlog
+	emuEnd   chan struct{} // closed when the emulator has processed all output
+	replies  chan []byte   // the emulator's answers to terminal queries, to write to the CLI
 
 	mirror  *nbwriter.Writer
 	evalSig chan struct{}

@@ -82,6 +82,7 @@ func (h *Host) emuLoop() {
 			p = p[n:]
 		}
 		h.outSeq.Store(seq)
+		h.emuBytes.Add(uint64(len(data)))
 		h.emuQ.release(data)
 		select {
 		case h.evalSig <- struct{}{}:
@@ -118,13 +119,29 @@ func (h *Host) answerQueries() {
 }
 
 // evalLoop recomputes the execution status after output arrives.
+// During a burst (evalBurstBytes or more since the last evaluation) it
+// evaluates at most once per evalInterval, as the screen is rendered whole
+// each time; smaller output is evaluated at once.
 func (h *Host) evalLoop() {
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	var last time.Time
+	var lastBytes uint64
 	for {
 		select {
 		case <-h.evalSig:
 		case <-h.emuEnd:
 			return
 		}
+		if d := time.Until(last.Add(evalInterval)); d > 0 && h.emuBytes.Load()-lastBytes >= evalBurstBytes {
+			pause.Reset(d)
+			select {
+			case <-pause.C:
+			case <-h.emuEnd:
+				return
+			}
+		}
+		last, lastBytes = time.Now(), h.emuBytes.Load()
 		scr, seq := h.render()
 		st, ok := h.adapter.Classify(scr)
 		h.mu.Lock()
