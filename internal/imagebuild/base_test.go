@@ -431,7 +431,12 @@ func TestUnescapeMount(t *testing.T) {
 // arguments, progress, strip, tar stream and cleanup are the real ones.
 func TestDebootstrapWithStandInCommand(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root, like the supervisor (debootstrap does)")
+		// Not root: the maker must refuse up front (debootstrap needs root; the supervisor runs as root).
+		_, err := (&Debootstrap{}).MakeRootfs(t.Context(), BaseDef{Tag: "x:1", Suite: "trixie"}, func(string) {})
+		if err == nil || !strings.Contains(err.Error(), "needs root") {
+			t.Fatalf("non-root: %v", err)
+		}
+		return
 	}
 	bin := t.TempDir()
 	argsFile := filepath.Join(bin, "args")
