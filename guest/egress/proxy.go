@@ -149,5 +149,6 @@ func splice(c net.Conn, cr io.Reader, st net.Conn) {
 		}
 	}
 	_ = c.Close()
+	_ = st.SetDeadline(time.Now()) // a yamux Close is a half-close: wake a copy still reading the stream
 	_ = st.Close()
 }

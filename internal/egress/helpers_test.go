@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -20,7 +21,23 @@ import (
 	"aicli.dev/aicli/internal/gateway"
 )
 
-var quiet = slog.New(slog.DiscardHandler)
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // memTokens is a map-backed gateway.TokenStore.
 type memTokens struct {
@@ -107,7 +124,14 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 	e := &env{conv: "conv-egress", denials: &recorder{}, dials: &dialLog{}, out: &sidechannel.Outbound{}}
 	opts.Denied = e.denials.denied
 	opts.Dial = e.dials.dial
-	opts.Logger = quiet
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	opts.Logger = log
 	srv, err := egress.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +139,7 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 	e.server = srv
 	t.Cleanup(func() { _ = e.server.Close() })
 	dir := t.TempDir()
-	gw, err := gateway.New(gateway.Options{DataDir: dir, Tokens: &memTokens{kv: map[string][]byte{}}, Logger: quiet,
+	gw, err := gateway.New(gateway.Options{DataDir: dir, Tokens: &memTokens{kv: map[string][]byte{}}, Logger: log,
 		GuestStreams: e.server})
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +159,9 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- sidechannel.Serve(ctx, b, http.NotFoundHandler(), quiet) }()
+	go func() { served <- sidechannel.Serve(ctx, b, http.NotFoundHandler(), log.With("side", "guest")) }()
 	p, err := guestegress.Listen(guestegress.Options{Streams: e.out, ProviderAddr: "127.0.0.1:0",
-		ProxyAddr: "127.0.0.1:0", Logger: quiet, OpenTimeout: 10 * time.Second})
+		ProxyAddr: "127.0.0.1:0", Logger: log.With("side", "guest"), OpenTimeout: 10 * time.Second})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

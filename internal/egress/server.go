@@ -86,7 +86,7 @@ type Server struct {
 	closed   bool
 	policies map[string]Policy
 	active   map[string]int          // conversation → streams being served
-	streams  map[net.Conn]struct{}   // every stream being served, closed by Close
+	streams  map[*killConn]struct{}  // every stream being served, killed by Close
 	reported map[reportKey]time.Time // last Denied call per key
 	stats    Stats
 }
@@ -119,7 +119,7 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger.With("component", "egress"),
-		policies: map[string]Policy{}, active: map[string]int{}, streams: map[net.Conn]struct{}{},
+		policies: map[string]Policy{}, active: map[string]int{}, streams: map[*killConn]struct{}{},
 		reported: map[reportKey]time.Time{}, stats: Stats{Refused: map[egresswire.Reason]uint64{}},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -186,8 +186,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	for c := range s.streams {
-		_ = c.SetDeadline(time.Now()) // a yamux Close alone leaves blocked reads waiting for the peer
-		_ = c.Close()
+		c.kill()
 	}
 	s.mu.Unlock()
 	s.cancel()
@@ -201,7 +200,8 @@ func (s *Server) Close() error {
 
 // ServeGuestStream implements gateway.GuestStreamHandler: it bounds, reads the header, checks the policy and
 // serves or refuses the stream. It closes the stream before returning.
-func (s *Server) ServeGuestStream(conversationUID string, stream net.Conn) {
+func (s *Server) ServeGuestStream(conversationUID string, raw net.Conn) {
+	stream := &killConn{Conn: raw}
 	defer func() { _ = stream.Close() }()
 	if reason, ok := s.acquire(conversationUID, stream); !ok {
 		s.refuse(conversationUID, stream, "", &Denial{reason, "egress stream limit reached"})
@@ -257,7 +257,7 @@ func (s *Server) ServeGuestStream(conversationUID string, stream net.Conn) {
 }
 
 // acquire takes one of the conversation's stream slots and registers the stream for Close.
-func (s *Server) acquire(conv string, st net.Conn) (egresswire.Reason, bool) {
+func (s *Server) acquire(conv string, st *killConn) (egresswire.Reason, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -272,7 +272,7 @@ func (s *Server) acquire(conv string, st net.Conn) (egresswire.Reason, bool) {
 	return "", true
 }
 
-func (s *Server) release(conv string, st net.Conn) {
+func (s *Server) release(conv string, st *killConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active[conv]--; s.active[conv] <= 0 {

@@ -50,10 +50,19 @@ func pipe(ctx context.Context, a, b net.Conn, idle time.Duration) {
 			break
 		}
 	}
-	_ = a.SetDeadline(time.Now())
-	_ = b.SetDeadline(time.Now())
-	_ = a.Close()
-	_ = b.Close()
+	hardClose(a)
+	hardClose(b)
+}
+
+// hardClose ends c for both directions: a killConn is killed; anything else gets an expired deadline (which wakes
+// a read blocked on a half-closed yamux stream) and is closed.
+func hardClose(c net.Conn) {
+	if k, ok := c.(*killConn); ok {
+		k.kill()
+		return
+	}
+	_ = c.SetDeadline(time.Now())
+	_ = c.Close()
 }
 
 // copyIdle copies src to dst; a read that times out only ends the copy when neither direction moved a byte for
