@@ -29,7 +29,7 @@ func TestRecordObject(t *testing.T) {
 			ev := tc.ev
 			ev.time = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 			ev.data = treeData(obj)
-			rec, err := encodeRecord(nil, &ev)
+			rec, err := encodeRecord(nil, &ev, ev.time.AppendFormat(nil, time.RFC3339Nano))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -329,13 +328,13 @@ func canonicalAppend(v interface{}, b []byte) (out interface{}, _ []byte, ok boo
 }
 
 // encodeRecord appends the record JSON (see record) of ev, object
-// included, to b. The object comes last, so recordObject can find it without
+// included, to b; timeRFC3339Nano is ev.time formatted. The object comes last, so recordObject can find it without
 // decoding the record.
-func encodeRecord(b []byte, ev *event) ([]byte, error) {
+func encodeRecord(b []byte, ev *event, timeRFC3339Nano []byte) ([]byte, error) {
 	b = append(b, `{"type":`...)
 	b = appendJSONString(b, ev.typ)
 	b = append(b, `,"time":"`...)
-	b = ev.time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, timeRFC3339Nano...)
 	b = append(b, '"')
 	if ev.labelsChanged {
 		b = append(b, `,"labelsChanged":true,"prevLabels":{`...)

@@ -31,16 +31,16 @@ func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	if sl.current() != nil {
 		return apierrors.NewAlreadyExists(gr(m.resource), m.name)
 	}
-	now := s.opts.Clock().UTC()
 	seq := s.nextSeq(g)
+	st := g.stamp()
 	raw := append(m.pre, `,"creationTimestamp":"`...)
-	raw = now.AppendFormat(raw, time.RFC3339)
+	raw = append(raw, st.sec...)
 	raw = append(raw, `","generation":1,"resourceVersion":"`...)
 	raw = strconv.AppendUint(raw, seq, 10)
 	raw = append(raw, `"}}`...)
 	m.pre = nil
-	m.outSeq, m.outTime = seq, now
-	return s.emit(g, b, k, sl, seq, TypeAdded, now, &objData{raw: raw}, m.labels, nil, false)
+	m.outSeq, m.outCreated = seq, st.sec
+	return s.emit(g, b, k, sl, seq, TypeAdded, g.now, &objData{raw: raw}, m.labels, nil, false)
 }
 
 // copyUserMeta sets the client-owned metadata fields of dst from src; empty
@@ -158,7 +158,7 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 		gen++
 	}
 	md["generation"] = gen
-	now := s.opts.Clock().UTC()
+	now := g.now
 	seq := s.nextSeq(g)
 	md["resourceVersion"] = strconv.FormatUint(seq, 10)
 	typ, remove := TypeModified, false
@@ -209,7 +209,7 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 	} else {
 		delete(next.Object, "status")
 	}
-	now := s.opts.Clock().UTC()
+	now := g.now
 	seq := s.nextSeq(g)
 	metadata(next)["resourceVersion"] = strconv.FormatUint(seq, 10)
 	if err := s.emit(g, b, k, sl, seq, TypeStatus, now, treeData(next), next.GetLabels(), cur, false); err != nil {
@@ -233,7 +233,7 @@ func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
 		return err
 	}
-	now := s.opts.Clock().UTC()
+	now := g.now
 	next := shallowCopy(curObj)
 	md := metadata(next)
 	typ, remove := TypeDeleted, true

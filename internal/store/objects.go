@@ -94,7 +94,7 @@ func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.U
 	}
 	m.op, m.resource, m.ns, m.name, m.pre, m.labels = opCreate, resource, n.GetNamespace(), n.GetName(), pre, n.GetLabels()
 	err = s.submit(ctx, m)
-	seq, created := m.outSeq, m.outTime
+	seq, created := m.outSeq, m.outCreated
 	if m.acked {
 		*m = mutation{done: m.done}
 		s.mutPool.Put(m)
@@ -103,7 +103,7 @@ func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.U
 		return nil, err
 	}
 	md["uid"] = uid
-	md["creationTimestamp"] = created.Format(time.RFC3339)
+	md["creationTimestamp"] = created
 	md["generation"] = int64(1)
 	md["resourceVersion"] = strconv.FormatUint(seq, 10)
 	return n, nil

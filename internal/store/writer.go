@@ -42,13 +42,13 @@ type mutation struct {
 	pre    []byte
 	labels map[string]string
 
-	out     *unstructured.Unstructured // shared, read-only
-	outSeq  uint64                     // Create: the new object's resourceVersion
-	outTime time.Time                  // Create: its creationTimestamp
-	outVal  []byte
-	err     error
-	done    chan struct{} // capacity 1: one signal per submit
-	acked   bool          // submit received the signal: the writer is done with m
+	out        *unstructured.Unstructured // shared, read-only
+	outSeq     uint64                     // Create: the new object's resourceVersion
+	outCreated string                     // Create: its creationTimestamp
+	outVal     []byte
+	err        error
+	done       chan struct{} // capacity 1: one signal per submit
+	acked      bool          // submit received the signal: the writer is done with m
 }
 
 // writerState is the writer goroutine's view: the published state plus every
@@ -96,9 +96,28 @@ type group struct {
 	kv       map[string]kvOverlay
 	startSeq uint64
 	lastSeq  uint64
+	// now is the group's commit time (one Clock reading: the group is one
+	// atomic batch); stamps holds its formatted forms once needed.
+	now    time.Time
+	stamps *groupStamps
 	// startCompactFrom is the writer's floor before the group.
 	startCompactFrom uint64
 	compactFrom      uint64 // raised floor, 0 if unchanged
+}
+
+// groupStamps are a group's commit time as written into objects and
+// records.
+type groupStamps struct {
+	sec  string // RFC 3339 (creationTimestamp)
+	nano []byte // RFC 3339 with nanoseconds (history record time)
+}
+
+// stamp returns the group's formatted commit time.
+func (g *group) stamp() *groupStamps {
+	if g.stamps == nil {
+		g.stamps = &groupStamps{sec: g.now.Format(time.RFC3339), nano: g.now.AppendFormat(nil, time.RFC3339Nano)}
+	}
+	return g.stamps
 }
 
 // submit hands m to the writer and waits for its acknowledgement. A write
@@ -240,6 +259,7 @@ func (s *Store) applyGroup(g *group) {
 		return
 	}
 	s.sweep()
+	g.now = s.opts.Clock().UTC()
 	b := s.db.NewBatch()
 	g.startSeq = s.w.seq
 	g.startCompactFrom = s.w.compactFrom
@@ -369,7 +389,7 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 	}
 	// The object is encoded once, straight into the history record. Batch.Set
 	// copies keys and values, so all buffers are reused across events.
-	rec, err := encodeRecord(s.w.recBuf[:0], ev)
+	rec, err := encodeRecord(s.w.recBuf[:0], ev, g.stamp().nano)
 	s.w.recBuf = rec
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
