@@ -45,6 +45,10 @@ const (
 	// emuBatchBytes is the most output fed to the emulator under one lock, so
 	// a render never waits for a whole backlog.
 	emuBatchBytes = 64 << 10
+	// emuBurstBytes is the batch size from which the emulator waits
+	// emuBurstPause for more output before taking the next batch.
+	emuBurstBytes = 4 << 10
+	emuBurstPause = time.Millisecond
 	// evalInterval is the shortest time between two status evaluations
 	// during a burst of at least evalBurstBytes.
 	evalInterval   = 2 * time.Millisecond

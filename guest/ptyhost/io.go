@@ -66,9 +66,13 @@ func (h *Host) readLoop() {
 }
 
 // emuLoop feeds the backlog to the emulator and triggers status evaluation.
+// After a batch of emuBurstBytes or more (a burst is on) it lets the next
+// batch build up for emuBurstPause, so a burst costs few wake-ups.
 func (h *Host) emuLoop() {
 	defer close(h.emuEnd)
 	defer close(h.replies)
+	pause := time.NewTimer(0)
+	defer pause.Stop()
 	for {
 		data, seq, ok := h.emuQ.take()
 		if !ok {
@@ -87,6 +91,13 @@ func (h *Host) emuLoop() {
 		select {
 		case h.evalSig <- struct{}{}:
 		default:
+		}
+		if len(data) >= emuBurstBytes {
+			pause.Reset(emuBurstPause)
+			select {
+			case <-pause.C:
+			case <-h.readEnd:
+			}
 		}
 	}
 }
