@@ -40,7 +40,7 @@ func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	raw = append(raw, `"}}`...)
 	m.pre = nil
 	m.outSeq, m.outCreated = seq, st.sec
-	return s.emit(g, b, k, sl, seq, TypeAdded, g.now, &objData{raw: raw}, m.labels, nil, false)
+	return s.emit(g, b, k, sl, seq, TypeAdded, g.now, raw, nil, m.labels, nil, false)
 }
 
 // copyUserMeta sets the client-owned metadata fields of dst from src; empty
@@ -165,7 +165,7 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	if terminating && len(finalizers(next)) == 0 {
 		typ, remove = TypeDeleted, true
 	}
-	if err := s.emit(g, b, k, sl, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
+	if err := s.emit(g, b, k, sl, seq, typ, now, nil, next, next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next
@@ -212,7 +212,7 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 	now := g.now
 	seq := s.nextSeq(g)
 	metadata(next)["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, sl, seq, TypeStatus, now, treeData(next), next.GetLabels(), cur, false); err != nil {
+	if err := s.emit(g, b, k, sl, seq, TypeStatus, now, nil, next, next.GetLabels(), cur, false); err != nil {
 		return err
 	}
 	m.out = next
@@ -248,7 +248,7 @@ func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	}
 	seq := s.nextSeq(g)
 	md["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, sl, seq, typ, now, treeData(next), next.GetLabels(), cur, remove); err != nil {
+	if err := s.emit(g, b, k, sl, seq, typ, now, nil, next, next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next

@@ -372,12 +372,29 @@ func (s *Store) nextSeq(g *group) uint64 {
 	return s.w.seq
 }
 
+// version is what one event allocates: the object version, the event and,
+// unless the event removes the object, its index entry.
+type version struct {
+	data  objData
+	ev    event
+	entry entry
+}
+
 // emit writes one event: log entry, history entry and projection, and
-// updates the writer view. The object (d, with labels) must already carry
-// resourceVersion = seq. sl is k's slot, nil if it has none yet.
+// updates the writer view. The object (its JSON raw or its tree, and its
+// labels) must already carry resourceVersion = seq. sl is k's slot, nil if
+// it has none yet.
 func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, typ string, now time.Time,
-	d *objData, labels map[string]string, prev *entry, remove bool) error {
-	ev := &event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, data: d, labels: labels}
+	raw []byte, tree *unstructured.Unstructured, labels map[string]string, prev *entry, remove bool) error {
+	// One allocation holds the object version, its event and its entry.
+	v := &version{}
+	d := &v.data
+	d.raw = raw
+	if tree != nil {
+		d.tree.Store(tree)
+	}
+	ev := &v.ev
+	*ev = event{seq: seq, typ: typ, resource: k.resource, ns: k.ns, name: k.name, time: now, data: d, labels: labels}
 	if prev != nil {
 		if !labelsEqual(prev.labels, labels) {
 			ev.labelsChanged = true
@@ -427,7 +444,8 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 	ds := deadSlot{k.resource, a, sl}
 	var e *entry
 	if !remove {
-		e = &entry{data: d, rv: seq, labels: labels}
+		e = &v.entry
+		*e = entry{data: d, rv: seq, labels: labels}
 	} else {
 		s.w.dead = append(s.w.dead, ds)
 	}
