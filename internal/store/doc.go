@@ -71,7 +71,22 @@
 //
 // # Objects
 //
-// Objects handed to and returned by the store are never shared with it: the
-// store keeps its own canonical copy (integers as int64, as JSON decoding
-// produces) and returns deep copies.
+// Objects handed to and returned by the store are never shared with it:
+// every object the store returns is a private canonical copy (integers as
+// int64, as JSON decoding produces). Create copies and encodes its input in
+// the caller's goroutine in one walk and returns that copy; the writer only
+// appends the commit-time metadata (creationTimestamp, generation,
+// resourceVersion) to the JSON. The index keeps a created object as that
+// JSON and decodes it once, on first read (Get, List, watch, a later
+// update), with a direct scanner that yields the same values as the API
+// machinery's decoder; updated objects are kept as the trees the writer
+// built. Readers get deep copies of the decoded tree.
+//
+// # Write path cost
+//
+// Per write the writer does one index lookup, appends the stamps to the
+// caller's JSON, and adds three keys to the group's batch; one Clock
+// reading and its formatting serve the whole group. The index is one map
+// of slots holding both the writer's view and the published (durable)
+// version, so publication is a pointer store per object.
 package store
