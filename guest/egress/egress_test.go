@@ -55,7 +55,7 @@ func TestSupervisorUnreachable(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	r2, err := http.Get(egress.ProviderURL(p.ProviderAddr()) + "/v1/messages")
+	r2, err := http.Get(egress.ProviderURL(p.ProviderAddr().String()) + "/v1/messages")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,4 +100,19 @@ func TestMaxConns(t *testing.T) {
 		}
 	}
 	_ = first.Close()
+}
+
+func TestCLIEnv(t *testing.T) {
+	env := egress.CLIEnv(egress.DefaultProxyAddr)
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		if env[k] != "http://127.0.0.1:3128" {
+			t.Errorf("%s = %q", k, env[k])
+		}
+	}
+	if !strings.Contains(env["NO_PROXY"], "127.0.0.1") || env["no_proxy"] != env["NO_PROXY"] {
+		t.Errorf("NO_PROXY %q no_proxy %q: loopback (the provider port) must bypass the proxy", env["NO_PROXY"], env["no_proxy"])
+	}
+	if got := egress.ProviderURL(egress.DefaultProviderAddr); got != "http://127.0.0.1:8780" {
+		t.Errorf("ProviderURL = %q", got)
+	}
 }

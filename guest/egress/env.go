@@ -1,11 +1,10 @@
 package egress
 
-import "net"
-
-// CLIEnv returns the environment that points a CLI's HTTP clients at the forward proxy at proxyAddr (both upper
-// and lower case, as tools disagree) and keeps loopback — where the provider port listens — off the proxy.
-func CLIEnv(proxyAddr net.Addr) map[string]string {
-	u := "http://" + proxyAddr.String()
+// CLIEnv returns the environment that points a CLI's HTTP clients at the forward proxy at proxyAddr ("host:port",
+// normally DefaultProxyAddr; both upper and lower case, as tools disagree) and keeps loopback — where the provider
+// port listens — off the proxy. The supervisor puts it in the CLI's StartRequest.Env.
+func CLIEnv(proxyAddr string) map[string]string {
+	u := "http://" + proxyAddr
 	const noProxy = "127.0.0.1,localhost,::1"
 	return map[string]string{
 		"HTTPS_PROXY": u, "https_proxy": u,
@@ -15,8 +14,9 @@ func CLIEnv(proxyAddr net.Addr) map[string]string {
 	}
 }
 
-// ProviderURL is the base URL a CLI uses to reach its provider through the provider port at addr.
-func ProviderURL(addr net.Addr) string { return "http://" + addr.String() }
+// ProviderURL is the base URL a CLI uses to reach its provider through the provider port at addr ("host:port",
+// normally DefaultProviderAddr).
+func ProviderURL(addr string) string { return "http://" + addr }
 
 // EnvEgress switches the guest's egress listeners: "off" disables them; anything else (or unset) enables them in
 // supervised mode.

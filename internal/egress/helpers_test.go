@@ -185,7 +185,7 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 		t.Fatal(err)
 	}
 	e.proxyURL = "http://" + p.ProxyAddr().String()
-	e.provider = guestegress.ProviderURL(p.ProviderAddr())
+	e.provider = guestegress.ProviderURL(p.ProviderAddr().String())
 	return e
 }
 

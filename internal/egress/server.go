@@ -282,16 +282,17 @@ func (s *Server) release(conv string, st *killConn) {
 	s.wg.Done()
 }
 
-// admit sends the OK reply and clears the header deadline.
+// admit counts the stream as admitted, sends the OK reply and clears the header deadline. It counts first, so an
+// admission the guest has seen is always counted.
 func (s *Server) admit(st net.Conn, kind egresswire.Kind) bool {
-	if err := egresswire.WriteFrame(st, egresswire.Reply{OK: true}); err != nil {
-		return false
-	}
-	_ = st.SetDeadline(time.Time{})
 	s.mu.Lock()
 	s.stats.Admitted++
 	s.mu.Unlock()
 	s.prom.admitted.WithLabelValues(string(kind)).Inc()
+	if err := egresswire.WriteFrame(st, egresswire.Reply{OK: true}); err != nil {
+		return false
+	}
+	_ = st.SetDeadline(time.Time{})
 	return true
 }
 
