@@ -123,8 +123,24 @@ var _ = Describe("Default-deny egress", Ordered, Label("egress"), func() {
 				g.Expect(body).To(Equal("allowed /via-proxy"))
 			}).WithTimeout(20 * time.Second).Should(Succeed())
 
+			By("HTTPS to an allowed host:port: CONNECT through the guest, TLS end to end")
+			tlsAllowed := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = fmt.Fprintf(w, "tls %s", r.URL.Path)
+			}))
+			DeferCleanup(tlsAllowed.Close)
+			tlsPolicy, err := egress.NewPolicy(allowed.URL+"/provider", []string{allowedAddr,
+				strings.TrimPrefix(tlsAllowed.URL, "https://")})
+			Expect(err).NotTo(HaveOccurred())
+			server.SetPolicy(l.ConversationID, tlsPolicy) // a policy change applies to the next stream
+			proxiedTLS := netnsClient(pid, "http://"+guestegress.DefaultProxyAddr)
+			proxiedTLS.Transport.(*http.Transport).TLSClientConfig = tlsAllowed.Client().Transport.(*http.Transport).TLSClientConfig
+			body, code, err := fetch(ctx, proxiedTLS, tlsAllowed.URL+"/secure")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(body).To(Equal("tls /secure"))
+
 			By("the provider endpoint through the guest's provider port")
-			body, code, err := fetch(ctx, direct, "http://"+guestegress.DefaultProviderAddr+"/v1/messages")
+			body, code, err = fetch(ctx, direct, "http://"+guestegress.DefaultProviderAddr+"/v1/messages")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(code).To(Equal(http.StatusOK))
 			Expect(body).To(Equal("allowed /provider/v1/messages"))
