@@ -6,8 +6,11 @@
 # alternating rounds in the same run (the machine is shared, so rates drift);
 # the medians and their ratio are printed, and, less sensitive to drift
 # between rounds, the median of the per-round ratios and of the per-round
-# CPU-time ratios (raw CPU per write / store CPU per write). Env: ROUNDS
-# (default 5), BENCHTIME (default 3s) for the throughput pair.
+# CPU-time ratios (raw CPU per write / store CPU per write). Each round
+# also runs the informational BenchmarkRawPebbleLayout64 (raw pebble writing
+# the store's three keys per write as one synced batch), which separates
+# what the key layout costs in pebble from what the store's code costs.
+# Env: ROUNDS (default 5), BENCHTIME (default 3s) for the throughput runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -36,8 +39,10 @@ raw_rates=()
 store_rates=()
 pair_ratios=()
 cpu_ratios=()
+layout_ratios=()
 for ((r = 1; r <= rounds; r++)); do
 	raw=$(run '^BenchmarkRawPebbleSync64$' "$benchtime")
+	lay=$(run '^BenchmarkRawPebbleLayout64$' "$benchtime")
 	st=$(run '^BenchmarkStoreCreate64$' "$benchtime")
 	raw_rates+=("$(metric "$raw" writes/s)")
 	store_rates+=("$(metric "$st" writes/s)")
@@ -53,6 +58,10 @@ for ((r = 1; r <= rounds; r++)); do
 	cpu_ratios+=("$(awk -v s="$(metric "$st" cpu-us/write)" -v r="$(metric "$raw" cpu-us/write)" 'BEGIN {printf "%.3f", (s > 0 ? r / s : 0)}')")
 	echo "round$r.store_vs_raw.ratio ${pair_ratios[-1]} ratio"
 	echo "round$r.store_vs_raw.cpu_ratio ${cpu_ratios[-1]} ratio"
+	echo "round$r.raw_pebble_layout64 $(metric "$lay" writes/s) writes/s"
+	echo "round$r.raw_pebble_layout64.cpu $(metric "$lay" cpu-us/write) us/write"
+	layout_ratios+=("$(awk -v s="$(metric "$st" writes/s)" -v r="$(metric "$lay" writes/s)" 'BEGIN {printf "%.3f", (r > 0 ? s / r : 0)}')")
+	echo "round$r.store_vs_layout.ratio ${layout_ratios[-1]} ratio"
 done
 raw_med=$(printf '%s\n' "${raw_rates[@]}" | median)
 store_med=$(printf '%s\n' "${store_rates[@]}" | median)
@@ -61,6 +70,7 @@ echo "store_create64.median $store_med writes/s"
 awk -v s="$store_med" -v r="$raw_med" 'BEGIN {printf "store_vs_raw.ratio %.3f ratio\n", (r > 0 ? s / r : 0)}'
 echo "store_vs_raw.paired_median $(printf '%s\n' "${pair_ratios[@]}" | median) ratio"
 echo "store_vs_raw.cpu_ratio_median $(printf '%s\n' "${cpu_ratios[@]}" | median) ratio"
+echo "store_vs_layout.paired_median $(printf '%s\n' "${layout_ratios[@]}" | median) ratio"
 
 fan=$(run '^BenchmarkWatchFanout100$' 2000x)
 echo "watch_fanout100.p50 $(metric "$fan" p50-ms) ms"
