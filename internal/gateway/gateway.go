@@ -50,7 +50,14 @@ type Options struct {
 	// GuestStreams receives the streams a guest opens towards the supervisor (egress). When nil, such streams are
 	// accepted and closed at once, so a guest never waits on them.
 	GuestStreams GuestStreamHandler
+	// MaxGuestStreams bounds the streams one guest connection may hold open, in both directions (default 1024).
+	// Every stream can buffer up to yamux's 256 KiB window, so a guest that opens more — the real guest caps its
+	// egress clients at 256 — is disconnected: the bound on what it can make the supervisor buffer.
+	MaxGuestStreams int
 }
+
+// DefaultMaxGuestStreams is the default of Options.MaxGuestStreams.
+const DefaultMaxGuestStreams = 1024
 
 // GuestStreamHandler serves streams opened by a guest. ServeGuestStream runs on its own goroutine per stream and
 // owns stream (it must close it); it should return promptly once the conversation's connection ends (the stream
@@ -99,6 +106,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.MaxGuestStreams <= 0 {
+		opts.MaxGuestStreams = DefaultMaxGuestStreams
 	}
 	key, err := loadOrCreateKey(filepath.Join(opts.DataDir, "keys"))
 	if err != nil {

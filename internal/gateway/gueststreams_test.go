@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"aicli.dev/aicli/guest/sidechannel/wire"
 	"aicli.dev/aicli/internal/gateway"
 )
 
@@ -74,4 +75,36 @@ func TestGuestOpenedStreamWithoutHandler(t *testing.T) {
 	if got := get(t, gc, "/still"); got != "guest conv-nh /still" {
 		t.Fatalf("session after an unserved stream: %q", got)
 	}
+}
+
+// TestGuestStreamLimit: a guest that holds more than MaxGuestStreams streams open is disconnected (each stream can
+// make the supervisor buffer a yamux window), and the disconnection is counted.
+func TestGuestStreamLimit(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	e := newEnv(t, func(o *gateway.Options) {
+		o.MaxGuestStreams = 8
+		o.GuestStreams = streamFunc(func(_ string, st net.Conn) {
+			defer func() { _ = st.Close() }()
+			<-hold
+		})
+	})
+	b := e.prepare("conv-lim")
+	s := dialServe(t, b)
+	gc := waitGuest(t, e.g, "conv-lim")
+	for i := range 20 {
+		st, err := s.Open()
+		if err != nil {
+			break // the session may already be gone
+		}
+		if _, err := st.Write([]byte{byte(i)}); err != nil {
+			break
+		}
+	}
+	select {
+	case <-gc.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a guest holding 20 streams (limit 8) was not disconnected")
+	}
+	e.waitRefusal(wire.ReasonStreamLimit, 1)
 }

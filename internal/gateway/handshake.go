@@ -81,6 +81,15 @@ func (g *Gateway) acceptGuestStreams(convID string, gc *GuestConn) {
 		if err != nil {
 			return // the session ended
 		}
+		if n := gc.mux.NumStreams(); n > g.opts.MaxGuestStreams {
+			g.log.Warn("guest holds too many streams; closing its connection", "conversation", convID,
+				"reason", string(wire.ReasonStreamLimit),
+				"guestFingerprint", gc.fp, "streams", n, "max", g.opts.MaxGuestStreams)
+			g.metrics.refuse(wire.ReasonStreamLimit)
+			_ = st.Close()
+			_ = gc.Close()
+			return
+		}
 		if g.opts.GuestStreams == nil {
 			_ = st.Close()
 			continue

@@ -52,6 +52,7 @@ const (
 	ReasonProtocol             Reason = "protocol"
 	ReasonTimeout              Reason = "timeout"
 	ReasonDisconnected         Reason = "disconnected"
+	ReasonStreamLimit          Reason = "stream_limit" // an admitted guest held more streams than allowed
 )
 
 // Reply is the supervisor's answer to a Hello. On refusal the supervisor closes the connection after sending it.
