@@ -180,3 +180,30 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+// FuzzWrite feeds arbitrary output at small sizes: the emulator must never
+// panic, keep its size and keep the cursor on the screen.
+func FuzzWrite(f *testing.F) {
+	for _, s := range []string{
+		"hello\r\nworld", "\x1b[2;3r\x1b[5L\x1b[9M\x1bM\x1bD", "\x1b[?1049h\x1b[99;99H你\x1b[3@\x1b[4P",
+		"\x1b[4h界界\x1b[b\x1b[65535b", "\x1b[?6h\x1b[3;2r\x1b[H\x1b[99A\x1b[99B", "\x1b]0;t\x1b\\\x1bP\x1b[c\xe4\xb8",
+		"\x1b[0;0;0;0;0;0;0;0;0;0;0;0;0;0;0;0;0;0;0;0m", "\t\t\t\b\b\x1b[3Z\x1b[5I", "\x1b7\x1b[?1049l\x1b8\x1bc",
+	} {
+		f.Add([]byte(s), uint8(8), uint8(4))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, cols, rows uint8) {
+		c, r := int(cols%12)+1, int(rows%6)+1
+		term := New(c, r, func([]byte) {})
+		half := len(data) / 2
+		_, _ = term.Write(data[:half])
+		term.Resize(r+1, c) // swapped on purpose: shapes change
+		_, _ = term.Write(data[half:])
+		s := term.Render()
+		if s.Cols != r+1 || s.Rows != c || len(s.Lines) != c {
+			t.Fatalf("screen %dx%d with %d lines, want %dx%d", s.Cols, s.Rows, len(s.Lines), r+1, c)
+		}
+		if s.CursorX < 0 || s.CursorX >= s.Cols || s.CursorY < 0 || s.CursorY >= s.Rows {
+			t.Fatalf("cursor %d,%d off a %dx%d screen", s.CursorX, s.CursorY, s.Cols, s.Rows)
+		}
+	})
+}
