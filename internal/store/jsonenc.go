@@ -86,8 +86,9 @@ func appendJSONString(b []byte, s string) []byte {
 		// Skip eight plain bytes at a time: none below 0x20, '"', '\\' or
 		// non-ASCII (the tests may report false hits, never misses).
 		for i+8 <= len(s) {
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			w := s[i : i+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 			q, bs := x^(swarOnes*'"'), x^(swarOnes*'\\')
 			if (x|(x-swarOnes*0x20)&^x|(q-swarOnes)&^q|(bs-swarOnes)&^bs)&swarHigh != 0 {
 				break

@@ -44,3 +44,12 @@ func FuzzAppendJSONString(f *testing.F) {
 	}
 	f.Fuzz(checkJSONString)
 }
+
+func BenchmarkAppendJSONString400(b *testing.B) {
+	s := strings.Repeat("x", 400)
+	buf := make([]byte, 0, 512)
+	b.SetBytes(int64(len(s)))
+	for range b.N {
+		buf = appendJSONString(buf[:0], s)
+	}
+}
