@@ -42,15 +42,8 @@ func (p *Proxy) connect(ctx context.Context, c net.Conn, br *bufio.Reader, targe
 		writeRefusal(c, http.StatusBadRequest, "Bad Request", "egress proxy: CONNECT needs host:port")
 		return
 	}
-	st, rep, err := p.open(ctx, egresswire.Header{Kind: egresswire.KindProxy, Target: target})
-	if err != nil {
-		p.log.Warn("egress: proxy stream failed", "target", target, "err", err)
-		writeRefusal(c, http.StatusBadGateway, "Bad Gateway", "egress: supervisor unreachable: "+err.Error())
-		return
-	}
-	if !rep.OK {
-		p.log.Info("egress: CONNECT refused", "target", target, "reason", rep.Reason, "message", rep.Message)
-		writeRefusal(c, http.StatusForbidden, "Forbidden", refusalText(rep))
+	st := p.openTunnel(ctx, c, target)
+	if st == nil {
 		return
 	}
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
@@ -58,6 +51,23 @@ func (p *Proxy) connect(ctx context.Context, c net.Conn, br *bufio.Reader, targe
 		return
 	}
 	splice(c, br, st)
+}
+
+// openTunnel asks the supervisor for a proxy stream to target. On failure or refusal it answers the client (502 or
+// 403) and returns nil.
+func (p *Proxy) openTunnel(ctx context.Context, c net.Conn, target string) net.Conn {
+	st, rep, err := p.open(ctx, egresswire.Header{Kind: egresswire.KindProxy, Target: target})
+	if err != nil {
+		p.log.Warn("egress: proxy stream failed", "target", target, "err", err)
+		writeRefusal(c, http.StatusBadGateway, "Bad Gateway", "egress: supervisor unreachable: "+err.Error())
+		return nil
+	}
+	if !rep.OK {
+		p.log.Info("egress: proxy target refused", "target", target, "reason", rep.Reason, "message", rep.Message)
+		writeRefusal(c, http.StatusForbidden, "Forbidden", refusalText(rep))
+		return nil
+	}
+	return st
 }
 
 // forward relays one absolute-form plain-HTTP request to its origin through the supervisor.
@@ -72,15 +82,8 @@ func (p *Proxy) forward(ctx context.Context, c net.Conn, req *http.Request) {
 		port = "80"
 	}
 	target := net.JoinHostPort(req.URL.Hostname(), port)
-	st, rep, err := p.open(ctx, egresswire.Header{Kind: egresswire.KindProxy, Target: target})
-	if err != nil {
-		p.log.Warn("egress: proxy stream failed", "target", target, "err", err)
-		writeRefusal(c, http.StatusBadGateway, "Bad Gateway", "egress: supervisor unreachable: "+err.Error())
-		return
-	}
-	if !rep.OK {
-		p.log.Info("egress: proxy request refused", "target", target, "reason", rep.Reason, "message", rep.Message)
-		writeRefusal(c, http.StatusForbidden, "Forbidden", refusalText(rep))
+	st := p.openTunnel(ctx, c, target)
+	if st == nil {
 		return
 	}
 	defer func() { _ = st.Close() }()

@@ -66,23 +66,7 @@ func BenchmarkConnectSetup(b *testing.B) {
 // BenchmarkTunnelThroughput streams 64 MiB one way through a CONNECT tunnel per iteration.
 func BenchmarkTunnelThroughput(b *testing.B) {
 	const size = 64 << 20
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				_, _ = io.CopyN(c, zeroReader{}, size)
-			}()
-		}
-	}()
+	ln := serveTCP(b, func(c net.Conn) { _, _ = io.CopyN(c, zeroReader{}, size) })
 	e := newEnv(b, egress.Options{})
 	p, _ := egress.NewPolicy("", []string{ln.Addr().String()})
 	e.server.SetPolicy(e.conv, p)
@@ -112,6 +96,11 @@ func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // echoListener echoes every connection until the test or benchmark ends.
 func echoListener(tb testing.TB) net.Listener {
+	return serveTCP(tb, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// serveTCP listens on loopback and runs handle for every connection (closing it afterwards) until tb ends.
+func serveTCP(tb testing.TB, handle func(net.Conn)) net.Listener {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -123,7 +112,10 @@ func echoListener(tb testing.TB) net.Listener {
 			if err != nil {
 				return
 			}
-			go func() { defer func() { _ = c.Close() }(); _, _ = io.Copy(c, c) }()
+			go func() {
+				defer func() { _ = c.Close() }()
+				handle(c)
+			}()
 		}
 	}()
 	return ln

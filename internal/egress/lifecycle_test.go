@@ -35,33 +35,20 @@ func openTunnel(t *testing.T, e *env, target string) (net.Conn, *bufio.Reader) {
 // reading a long stream is not idle); one with no traffic at all is closed after about IdleTimeout.
 func TestTunnelIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	// "tick\n" makes the target send a byte every 50 ms for 1 s; anything else and it sends nothing.
+	ln := serveTCP(t, func(c net.Conn) {
+		mode := make([]byte, 5)
+		if _, err := io.ReadFull(c, mode); err != nil || string(mode) != "tick\n" {
+			_, _ = io.Copy(io.Discard, c)
+			return
+		}
+		for range 20 {
+			if _, err := c.Write([]byte(".")); err != nil {
 				return
 			}
-			go func() { // "stream" mode ticks every 50 ms for 1 s; "quiet" mode sends nothing
-				defer func() { _ = c.Close() }()
-				mode := make([]byte, 5)
-				if _, err := io.ReadFull(c, mode); err != nil || string(mode) != "tick\n" {
-					_, _ = io.Copy(io.Discard, c)
-					return
-				}
-				for range 20 {
-					if _, err := c.Write([]byte(".")); err != nil {
-						return
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}()
+			time.Sleep(50 * time.Millisecond)
 		}
-	}()
+	})
 	e := newEnv(t, egress.Options{IdleTimeout: idle})
 	e.policy(t, "", ln.Addr().String())
 
