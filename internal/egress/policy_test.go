@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/egress/egresswire"
 	"aicli.dev/aicli/internal/egress"
 )
@@ -104,5 +105,31 @@ func TestNewPolicyRejects(t *testing.T) {
 		if _, err := egress.NewPolicy(tc.provider, tc.allow); err == nil {
 			t.Errorf("NewPolicy(%q, %v) accepted", tc.provider, tc.allow)
 		}
+	}
+}
+
+func TestAgentPolicy(t *testing.T) {
+	p, err := egress.AgentPolicy(v1alpha1.AgentSpec{
+		Harness:  "claude",
+		Provider: v1alpha1.ProviderSpec{Endpoint: "http://127.0.0.1:8081"},
+		Egress:   &v1alpha1.EgressPolicy{Allow: []string{"*.npmjs.test", "git.test:22"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for target, ok := range map[string]bool{
+		"127.0.0.1:8081": true, "registry.npmjs.test:443": true, "git.test:22": true,
+		"git.test:443": false, "127.0.0.1:8082": false,
+	} {
+		if _, _, err := p.CheckTarget(target); (err == nil) != ok {
+			t.Errorf("%s: %v, want allowed=%v", target, err, ok)
+		}
+	}
+	none, err := egress.AgentPolicy(v1alpha1.AgentSpec{Harness: "fake"})
+	if err != nil || none.Provider != nil || len(none.Allow) != 0 {
+		t.Fatalf("empty spec: %+v %v", none, err)
+	}
+	if _, err := egress.AgentPolicy(v1alpha1.AgentSpec{Egress: &v1alpha1.EgressPolicy{Allow: []string{"*.x"}}}); err == nil {
+		t.Fatal("a bad allow entry was accepted")
 	}
 }
