@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/secrets"
 	"aicli.dev/aicli/internal/supervisor"
 )
 
@@ -58,7 +61,7 @@ func newRootCommand() *cobra.Command {
 	f.BoolVar(&cfg.OfflinePricing, "offline-pricing", false, "never fetch prices live: use the cached or bundled table")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newTokenCommand())
+	root.AddCommand(newTokenCommand(), newSecretCommand())
 	return root
 }
 
@@ -112,4 +115,49 @@ func newTokenCommand() *cobra.Command {
 	create.Flags().StringSliceVar(&namespaces, "namespace", nil, "namespace the token may touch (repeatable; \"*\" for all)")
 	token.AddCommand(create)
 	return token
+}
+
+func newSecretCommand() *cobra.Command {
+	secret := &cobra.Command{Use: "secret", Short: "Manage supervisor-held secrets (model API keys, seed §5)"}
+	var dataDir, namespace, name, file string
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Store a secret from --from-file or standard input (never from the command line)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var value []byte
+			var err error
+			if file == "" || file == "-" {
+				value, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				value, err = os.ReadFile(file)
+			}
+			if err != nil {
+				return err
+			}
+			value = bytes.TrimRight(value, "\r\n")
+			if err := (secrets.Store{Dir: layout.Dir(dataDir).Secrets()}).Set(namespace, name, value); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "secret %s/%s stored\n", namespace, name)
+			return nil
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete a secret",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return (secrets.Store{Dir: layout.Dir(dataDir).Secrets()}).Delete(namespace, name)
+		},
+	}
+	for _, c := range []*cobra.Command{set, del} {
+		c.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
+		c.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the agents that may use it")
+		c.Flags().StringVar(&name, "name", "", "secret name (an Agent's spec.provider.secretName)")
+		_ = c.MarkFlagRequired("name")
+	}
+	set.Flags().StringVar(&file, "from-file", "", "read the value from this file (default: standard input)")
+	secret.AddCommand(set, del)
+	return secret
 }

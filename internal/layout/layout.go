@@ -52,3 +52,7 @@ func (d Dir) AgentWorkspace(namespace, agent string) string {
 
 // SupervisorID is the file holding the supervisor's stable id.
 func (d Dir) SupervisorID() string { return filepath.Join(string(d), "supervisor-id") }
+
+// Secrets holds supervisor-held secrets (model API keys), one file per
+// namespace/name, mode 0600.
+func (d Dir) Secrets() string { return filepath.Join(string(d), "secrets") }

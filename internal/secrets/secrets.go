@@ -1,0 +1,92 @@
+// Package secrets keeps supervisor-held secrets (model API keys) in the data
+// dir, one file per namespace/name with mode 0600. Secrets for tools and data
+// never leave the supervisor; the model credential is the one value handed to
+// a CLI (seed §5).
+package secrets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ErrNotFound is returned for a secret that does not exist.
+var ErrNotFound = errors.New("secret not found")
+
+// Store is a directory of secrets: <Dir>/<namespace>/<name>.
+type Store struct {
+	Dir string
+}
+
+func (s Store) path(namespace, name string) (string, error) {
+	for what, v := range map[string]string{"namespace": namespace, "name": name} {
+		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+			return "", fmt.Errorf("secret %s %q: %s", what, v, strings.Join(msgs, "; "))
+		}
+	}
+	return filepath.Join(s.Dir, namespace, name), nil
+}
+
+// Set writes the secret atomically (temp file, fsync, rename), mode 0600.
+func (s Store) Set(namespace, name string, value []byte) error {
+	p, err := s.path(namespace, name)
+	if err != nil {
+		return err
+	}
+	if len(value) == 0 {
+		return fmt.Errorf("secret %s/%s: empty value", namespace, name)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(value); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// Get reads a secret; ErrNotFound when it does not exist.
+func (s Store) Get(namespace, name string) ([]byte, error) {
+	p, err := s.path(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s/%s", ErrNotFound, namespace, name)
+	}
+	return v, err
+}
+
+// Delete removes a secret; deleting an absent one is not an error.
+func (s Store) Delete(namespace, name string) error {
+	p, err := s.path(namespace, name)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
