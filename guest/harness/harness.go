@@ -144,6 +144,13 @@ func SanitizePaste(text string) string {
 	}, text)
 }
 
+// ProviderEnvMapper is implemented by adapters whose CLI reads its provider
+// base URL and API key from the environment: ProviderEnv returns the
+// variables that express p in the CLI's own terms (names, URL suffixes).
+type ProviderEnvMapper interface {
+	ProviderEnv(p ptyapi.ProviderAccess) map[string]string
+}
+
 // Registry maps harness names to adapters. Build one per process; it is
 // read-only after construction.
 type Registry struct {

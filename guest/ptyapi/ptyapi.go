@@ -62,6 +62,18 @@ type StartRequest struct {
 	// Cols and Rows size the PTY (default 120x40).
 	Cols int `json:"cols,omitempty"`
 	Rows int `json:"rows,omitempty"`
+	// Provider, when set, is how the CLI reaches its model provider; the
+	// harness adapter maps it onto the CLI's own settings.
+	Provider *ProviderAccess `json:"provider,omitempty"`
+}
+
+// ProviderAccess is how a CLI reaches its model provider.
+type ProviderAccess struct {
+	// BaseURL is the endpoint as the CLI must use it (in a container: the
+	// guest's loopback provider port, which egress forwards to the real one).
+	BaseURL string `json:"baseURL,omitempty"`
+	// APIKey is the model credential, the one secret a CLI may hold (seed §5).
+	APIKey string `json:"apiKey,omitempty"`
 }
 
 // StartResponse reports what was launched.

@@ -254,6 +254,7 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	if st, err := os.Stat(req.WorkDir); err != nil || !st.IsDir() {
 		return ptyapi.StartResponse{}, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "workDir %q is not a directory", req.WorkDir)
 	}
+	req = withProviderEnv(adapter, req)
 	lreq := resumeOrFresh(adapter, harness.LaunchRequest{StartRequest: req, Home: h.opts.Home, WorkDir: req.WorkDir})
 	if err := h.prepareHome(adapter, lreq); err != nil {
 		return ptyapi.StartResponse{}, err
@@ -682,5 +683,26 @@ func resumeOrFresh(a harness.Adapter, req harness.LaunchRequest) harness.LaunchR
 		req.SessionID = req.ResumeSession
 	}
 	req.ResumeSession = ""
+	return req
+}
+
+// withProviderEnv puts the request's provider access into the CLI's
+// environment the way the adapter's CLI reads it (over any value the request
+// env already names).
+func withProviderEnv(a harness.Adapter, req ptyapi.StartRequest) ptyapi.StartRequest {
+	m, ok := a.(harness.ProviderEnvMapper)
+	if req.Provider == nil || !ok {
+		return req
+	}
+	env := make(map[string]string, len(req.Env)+2)
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	for k, v := range m.ProviderEnv(*req.Provider) {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	req.Env = env
 	return req
 }

@@ -68,8 +68,12 @@ var Env = map[string]string{
 	"DISABLE_BUG_COMMAND":                      "1",
 }
 
-// APIKeyEnv is the request variable holding the model credential.
-const APIKeyEnv = "ANTHROPIC_API_KEY"
+// APIKeyEnv is the request variable holding the model credential; BaseURLEnv
+// the provider endpoint (without /v1).
+const (
+	APIKeyEnv  = "ANTHROPIC_API_KEY"
+	BaseURLEnv = "ANTHROPIC_BASE_URL"
+)
 
 // SeedFiles implements harness.Adapter: ~/.claude.json with onboarding done,
 // the API key's suffix approved and the working directory trusted, merged into
@@ -282,4 +286,10 @@ func (a *Adapter) DiscoverSession(home, workDir string, since time.Time) (string
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].mt.After(cs[j].mt) })
 	return cs[0].id, true, nil
+}
+
+// ProviderEnv implements harness.ProviderEnvMapper: Claude Code takes the
+// provider's base URL without the /v1 suffix.
+func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
+	return map[string]string{BaseURLEnv: strings.TrimSuffix(strings.TrimRight(p.BaseURL, "/"), "/v1"), APIKeyEnv: p.APIKey}
 }

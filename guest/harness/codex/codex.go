@@ -239,3 +239,13 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 	}
 	return false
 }
+
+// ProviderEnv implements harness.ProviderEnvMapper: Codex wants the base URL
+// of the Responses API, ending in /v1.
+func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
+	base := strings.TrimRight(p.BaseURL, "/")
+	if base != "" && !strings.HasSuffix(base, "/v1") {
+		base += "/v1"
+	}
+	return map[string]string{BaseURLEnv: base, APIKeyEnv: p.APIKey}
+}
