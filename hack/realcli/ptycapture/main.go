@@ -30,6 +30,8 @@ import (
 	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/harness/claude"
 	"aicli.dev/aicli/guest/harness/codex"
+	"aicli.dev/aicli/guest/harness/gemini"
+	"aicli.dev/aicli/guest/harness/opencode"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyhost"
 	"aicli.dev/aicli/internal/fakeprovider"
@@ -52,7 +54,7 @@ type snap struct {
 }
 
 func run() error {
-	name := flag.String("harness", "claude", "claude or codex")
+	name := flag.String("harness", "claude", "claude, codex, gemini or opencode")
 	bin := flag.String("bin", "", "CLI binary")
 	out := flag.String("out", "", "output directory")
 	home := flag.String("home", "", "home directory (default <out>/home; reused for resume)")
@@ -101,6 +103,20 @@ func run() error {
 		env["OPENAI_API_KEY"] = "sk-fake-0123456789abcdefghijklmnop"
 		if *model == "" {
 			*model = "gpt-5.1-codex"
+		}
+	case "gemini":
+		a = gemini.New(gemini.Options{Binary: *bin, PasteEnterPause: *pastePause})
+		env[gemini.BaseURLEnv] = prov.URL()
+		env[gemini.APIKeyEnv] = "fake-gemini-key-0123456789"
+		if *model == "" {
+			*model = "gemini-2.5-pro"
+		}
+	case "opencode":
+		a = opencode.New(opencode.Options{Binary: *bin, PasteEnterPause: *pastePause})
+		env[opencode.BaseURLEnv] = prov.URL()
+		env[opencode.APIKeyEnv] = "sk-ant-fake-0123456789abcdefghijklmnop"
+		if *model == "" {
+			*model = "claude-sonnet-4-5"
 		}
 	default:
 		return fmt.Errorf("unknown harness %q", *name)

@@ -1,0 +1,69 @@
+package gemini
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// loadScreen reads a screen captured from Gemini CLI 0.61.0 on a 120x40 PTY
+// (hack/realcli/ptycapture, rendered by the PTY host's emulator) and pads it
+// to the full height.
+func loadScreen(t *testing.T, name string) ptyapi.Screen {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for len(lines) < 40 {
+		lines = append(lines, "")
+	}
+	return ptyapi.Screen{Cols: 120, Rows: 40, Lines: lines}
+}
+
+func TestClassifyCapturedScreens(t *testing.T) {
+	a := New(Options{})
+	cases := []struct {
+		file string
+		want ptyapi.ExecutionStatus
+	}{
+		{"idle-startup.txt", ptyapi.StatusIdle},
+		// Pasted, Enter not yet taken: the text sits in the input box.
+		{"idle-typed-not-submitted.txt", ptyapi.StatusIdle},
+		{"busy-thinking.txt", ptyapi.StatusBusy},
+		// Reply text streaming slowly: the spinner line keeps "esc to cancel".
+		{"busy-streaming.txt", ptyapi.StatusBusy},
+		{"idle-after-reply.txt", ptyapi.StatusIdle},
+		// gemini --resume: the history is being replayed (typing now is lost).
+		{"busy-resuming.txt", ptyapi.StatusBusy},
+		{"idle-resumed.txt", ptyapi.StatusIdle},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			got, ok := a.Classify(loadScreen(t, c.file))
+			if !ok || got != c.want {
+				t.Fatalf("Classify = %q, %v; want %q", got, ok, c.want)
+			}
+		})
+	}
+}
+
+func TestClassifyNoCues(t *testing.T) {
+	a := New(Options{})
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"", "loading", ""}}); ok {
+		t.Fatalf("blank screen classified %q", st)
+	}
+	// A submitted message in the history is drawn like the input box; without
+	// the footer under the box it is not the prompt.
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"▄▄▄", " > hello there", "▀▀▀", "✦ echo: hello"}}); ok {
+		t.Fatalf("history only classified %q", st)
+	}
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{" > ", " workspace (/directory)",
+		"Allow execution of: 'ls'?"}}); !ok || st != ptyapi.StatusWaitingForInput {
+		t.Fatalf("confirmation: %q %v", st, ok)
+	}
+}

@@ -1,0 +1,85 @@
+package opencode
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// loadScreen reads a screen captured from OpenCode 1.18.33 on a 120x40 PTY
+// (hack/realcli/ptycapture, rendered by the PTY host's emulator) and pads it
+// to the full height.
+func loadScreen(t *testing.T, name string) ptyapi.Screen {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	for len(lines) < 40 {
+		lines = append(lines, "")
+	}
+	return ptyapi.Screen{Cols: 120, Rows: 40, Lines: lines}
+}
+
+func TestClassifyCapturedScreens(t *testing.T) {
+	a := New(Options{})
+	cases := []struct {
+		file string
+		want ptyapi.ExecutionStatus
+	}{
+		{"idle-startup.txt", ptyapi.StatusIdle},
+		// Submitted: the session view shows the message, no spinner yet (for
+		// over a second on the first turn).
+		{"busy-submitted-no-spinner.txt", ptyapi.StatusBusy},
+		{"busy-working.txt", ptyapi.StatusBusy},
+		{"busy-streaming.txt", ptyapi.StatusBusy},
+		{"idle-after-reply.txt", ptyapi.StatusIdle},
+		{"idle-after-three-turns.txt", ptyapi.StatusIdle},
+		// opencode --session <id>: the session view before the history is drawn.
+		{"busy-resume-loading.txt", ptyapi.StatusBusy},
+		{"idle-resumed.txt", ptyapi.StatusIdle},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			got, ok := a.Classify(loadScreen(t, c.file))
+			if !ok || got != c.want {
+				t.Fatalf("Classify = %q, %v; want %q", got, ok, c.want)
+			}
+		})
+	}
+}
+
+func TestClassifyStreamingNeverIdle(t *testing.T) {
+	// The finished screen with its reply footer's duration removed (the
+	// footer while the reply streams) must be BUSY.
+	a := New(Options{})
+	s := loadScreen(t, "idle-after-reply.txt")
+	found := false
+	for i, l := range s.Lines {
+		if strings.Contains(l, ReplyMark) {
+			s.Lines[i] = doneRE.ReplaceAllString(l, "")
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("fixture has no reply footer")
+	}
+	if got, _ := a.Classify(s); got != ptyapi.StatusBusy {
+		t.Fatalf("unfinished reply footer: %q, want BUSY", got)
+	}
+}
+
+func TestClassifyNoCues(t *testing.T) {
+	a := New(Options{})
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"", "loading", ""}}); ok {
+		t.Fatalf("blank screen classified %q", st)
+	}
+	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{"  △ Permission required", "  ┃", "  ╹▀▀▀"}}); !ok ||
+		st != ptyapi.StatusWaitingForInput {
+		t.Fatalf("permission dialog: %q %v", st, ok)
+	}
+}
