@@ -17,6 +17,8 @@ import (
 	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/harness/claude"
 	"aicli.dev/aicli/guest/harness/codex"
+	"aicli.dev/aicli/guest/harness/gemini"
+	"aicli.dev/aicli/guest/harness/opencode"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyhost"
 	"aicli.dev/aicli/internal/fakeprovider"
@@ -28,6 +30,13 @@ type cliSpec struct {
 	adapter func(bin string) harness.Adapter
 	env     func(url string) map[string]string
 	model   string
+	// follow, when set, follows the transcript itself (the guest's line
+	// follower cannot read the CLI's store).
+	follow func(ctx context.Context, se *session, home string)
+	// resumeReady, when set, is text that must be on screen after a native
+	// resume before a message is sent (the CLI drops input typed before its
+	// history replay).
+	resumeReady string
 }
 
 var specs = []cliSpec{
@@ -50,6 +59,25 @@ var specs = []cliSpec{
 			return map[string]string{codex.BaseURLEnv: url + "/v1", codex.APIKeyEnv: "sk-fake-0123456789abcdefghijklmnop"}
 		},
 		model: "gpt-5.1-codex",
+	},
+	{
+		name:    gemini.Name,
+		adapter: func(bin string) harness.Adapter { return gemini.New(gemini.Options{Binary: bin}) },
+		env: func(url string) map[string]string {
+			return map[string]string{gemini.BaseURLEnv: url, gemini.APIKeyEnv: "fake-gemini-key-0123456789"}
+		},
+		model:       "gemini-2.5-pro",
+		resumeReady: "echo: line one of three",
+	},
+	{
+		name:    opencode.Name,
+		adapter: func(bin string) harness.Adapter { return opencode.New(opencode.Options{Binary: bin}) },
+		env: func(url string) map[string]string {
+			return map[string]string{opencode.BaseURLEnv: url, opencode.APIKeyEnv: "sk-ant-fake-0123456789abcdefghijklmnop"}
+		},
+		model:       "claude-sonnet-4-5",
+		follow:      followOpenCode,
+		resumeReady: "echo: line one of three",
 	},
 }
 
@@ -102,6 +130,10 @@ func startCLI(t *testing.T, s cliSpec, bin, home, work, url, resume string) *ses
 		ResumeSession: resume, WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.follow != nil {
+		go s.follow(ctx, se, home)
+		return se
 	}
 	go func() {
 		_ = h.FollowTranscript(ctx, func(e ptyapi.TranscriptEntry) error {
@@ -261,6 +293,11 @@ func TestRealCLIs(t *testing.T) {
 				t.Fatalf("resume start %+v", re.resp)
 			}
 			re.waitFor("IDLE after resume", 60*time.Second, func() bool { return re.status().Status == ptyapi.StatusIdle })
+			if s.resumeReady != "" {
+				re.waitFor("resumed history on screen", 60*time.Second, func() bool {
+					return strings.Contains(re.screen(), s.resumeReady) && re.status().Status == ptyapi.StatusIdle
+				})
+			}
 			n := len(prov.Conversations())
 			re.turn("after resume")
 			var last fakeprovider.Request

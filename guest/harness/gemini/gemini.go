@@ -215,10 +215,19 @@ func (a *Adapter) sessionFiles(home, workDir, sessionID string) ([]string, error
 }
 
 // SessionFile implements harness.Adapter: the chat file holding the session's
-// conversation. "gemini --resume" appends to the existing file; when a start
-// wrote more than one file with the id, the one with the most content wins.
-// A session with no file yet maps to a path that does not exist.
+// conversation. "gemini --resume" appends to the existing file (and writes a
+// small stub with the same id); when several files carry the id, the one with
+// the most content wins. Before Gemini has written the session, the result is
+// the name it will use if it starts the chat in the current minute:
+// session-<UTC start time to the minute>-<first 8 characters of the id>.jsonl
+// (the guest resolves the path once per session id, usually right after
+// launch, when the file does not exist yet; a start that crosses a minute
+// boundary is missed).
 func (a *Adapter) SessionFile(home, workDir, sessionID string) (string, error) {
+	return a.sessionFileAt(home, workDir, sessionID, time.Now())
+}
+
+func (a *Adapter) sessionFileAt(home, workDir, sessionID string, now time.Time) (string, error) {
 	if _, err := uuid.Parse(sessionID); err != nil {
 		return "", ptyapi.Errorf(ptyapi.ErrInvalidArgument, "session id %q is not a uuid", sessionID)
 	}
@@ -233,7 +242,9 @@ func (a *Adapter) SessionFile(home, workDir, sessionID string) (string, error) {
 		}
 	}
 	if best == "" {
-		return filepath.Join(a.SessionStoreDir(home, workDir), "session-"+sessionID+".jsonl"), nil
+		name := "session-" + strings.ReplaceAll(now.UTC().Format("2006-01-02T15:04"), ":", "-") + "-" +
+			sessionID[:8] + ".jsonl"
+		return filepath.Join(a.SessionStoreDir(home, workDir), name), nil
 	}
 	return best, nil
 }

@@ -95,12 +95,10 @@ func TestSessionStore(t *testing.T) {
 	if got := ProjectName(home, wd); got != "proj" {
 		t.Fatalf("ProjectName = %q", got)
 	}
-	p, err := a.SessionFile(home, wd, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); !os.IsNotExist(err) {
-		t.Fatalf("SessionFile of an unwritten session = %q (%v)", p, err)
+	// Unwritten: the name Gemini gives a chat started in the current minute.
+	p, err := a.sessionFileAt(home, wd, id, time.Date(2026, 12, 2, 14, 42, 57, 0, time.UTC))
+	if err != nil || p != filepath.Join(home, ".gemini/tmp/proj/chats/session-2026-12-02T14-42-f1be27db.jsonl") {
+		t.Fatalf("SessionFile of an unwritten session = %q, %v", p, err)
 	}
 	since := time.Now().Add(-time.Second)
 	if _, ok, err := a.DiscoverSession(home, wd, since); ok || err != nil {
