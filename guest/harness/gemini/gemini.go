@@ -300,3 +300,13 @@ func headerSessionID(p string) (string, bool) {
 	}
 	return h.SessionID, true
 }
+
+// ProviderEnv implements harness.ProviderEnvMapper: Gemini CLI takes the
+// provider's base URL without the API version (it adds /v1beta itself).
+func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
+	base := strings.TrimRight(p.BaseURL, "/")
+	for _, v := range []string{"/v1beta", "/v1"} {
+		base = strings.TrimSuffix(base, v)
+	}
+	return map[string]string{BaseURLEnv: base, APIKeyEnv: p.APIKey}
+}

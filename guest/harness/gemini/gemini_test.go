@@ -153,3 +153,13 @@ func TestFormatMessageIsBracketedPaste(t *testing.T) {
 		t.Fatalf("chunks %q", cs)
 	}
 }
+
+func TestProviderEnv(t *testing.T) {
+	var m harness.ProviderEnvMapper = New(Options{})
+	for _, base := range []string{"http://127.0.0.1:7/", "http://127.0.0.1:7/v1beta", "http://127.0.0.1:7/v1"} {
+		env := m.ProviderEnv(ptyapi.ProviderAccess{BaseURL: base, APIKey: "k"})
+		if env[BaseURLEnv] != "http://127.0.0.1:7" || env[APIKeyEnv] != "k" {
+			t.Errorf("ProviderEnv(%s) = %v", base, env)
+		}
+	}
+}

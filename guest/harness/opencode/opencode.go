@@ -293,3 +293,10 @@ func logFields(line string) map[string]string {
 	}
 	return out
 }
+
+// ProviderEnv implements harness.ProviderEnvMapper: the seeded provider takes
+// the Anthropic API base without /v1 (SeedFiles adds it) and reads the key
+// from the environment.
+func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
+	return map[string]string{BaseURLEnv: strings.TrimSuffix(strings.TrimRight(p.BaseURL, "/"), "/v1"), APIKeyEnv: p.APIKey}
+}
