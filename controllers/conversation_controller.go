@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
@@ -34,14 +35,30 @@ const (
 	StopGrace = 10 * time.Second
 )
 
+// EgressPolicies is the supervisor's egress server, seen from the controller.
+type EgressPolicies interface {
+	SetPolicy(conversationUID string, p egress.Policy)
+	RemovePolicy(conversationUID string)
+}
+
+// SecretReader reads supervisor-held secrets.
+type SecretReader interface {
+	Get(namespace, name string) ([]byte, error)
+}
+
 // ConversationReconciler converges each Conversation toward its desired state
 // (Active, Paused, Archived) with the container runtime, the guest images and
 // the side-channel gateway. A crash of any kind is an unplanned pause.
 type ConversationReconciler struct {
-	Client       *storeclient.Client
-	Runtime      runtime.Runtime
-	Images       *ImageCache
-	Sessions     *Sessions
+	Client   *storeclient.Client
+	Runtime  runtime.Runtime
+	Images   *ImageCache
+	Sessions *Sessions
+	// Egress holds each live conversation's egress policy; nil runs without
+	// egress (containers still have no network at all).
+	Egress EgressPolicies
+	// Secrets resolves supervisor-held model credentials.
+	Secrets      SecretReader
 	DataDir      layout.Dir
 	SupervisorID string
 	Logger       *slog.Logger

@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	guestegress "aicli.dev/aicli/guest/egress"
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/runtime"
 )
 
@@ -30,7 +32,13 @@ const (
 	ReasonResumeUnsupported = "ResumeUnsupported"
 	ReasonHomeMissing       = "HomeMissing"
 	ReasonNoSession         = "NoSession"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonEgressInvalid     = "EgressPolicyInvalid"
 )
+
+// maxEgressDenials is how many refused egress attempts a conversation's
+// status keeps.
+const maxEgressDenials = 10
 
 // guestHome and guestWorkspace are where an agent's durable directories are
 // mounted in its containers.
@@ -45,9 +53,13 @@ func (r *ConversationReconciler) reconcileActive(ctx context.Context, conv *v1al
 	key := types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name}
 	uid := string(conv.UID)
 
+	r.recordDenials(conv)
 	image, res, ok := r.reconcileImage(conv, agent)
 	if !ok {
 		return res, nil
+	}
+	if err := r.reconcileEgress(conv, agent); err != nil {
+		return reconcile.Result{}, nil // reported as a condition; the user must fix the agent
 	}
 	st, found, err := r.findContainer(ctx, conv)
 	if err != nil {
@@ -210,7 +222,14 @@ func (r *ConversationReconciler) reconcileCLI(ctx context.Context, conv *v1alpha
 		r.Sessions.Record(key, uid, info)
 	}
 	if info.Harness == "" && !info.Alive && info.ExitCode == nil {
-		resp, err := pty.Start(ctx, r.startRequest(conv, agent))
+		req := r.startRequest(conv, agent)
+		provider, err := r.providerAccess(agent)
+		if err != nil {
+			r.condition(conv, v1alpha1.ConditionCLIReady, metav1.ConditionFalse, ReasonSecretNotFound, err.Error())
+			return reconcile.Result{RequeueAfter: imageRetryAfter}, nil
+		}
+		req.Provider = provider
+		resp, err := pty.Start(ctx, req)
 		if err != nil && !errors.Is(err, ptyapi.ErrAlreadyStarted) {
 			r.condition(conv, v1alpha1.ConditionCLIReady, metav1.ConditionFalse, ReasonLaunchFailed, err.Error())
 			return reconcile.Result{}, fmt.Errorf("starting the CLI: %w", err)
@@ -242,12 +261,72 @@ func (r *ConversationReconciler) reconcileCLI(ctx context.Context, conv *v1alpha
 	return reconcile.Result{}, nil
 }
 
+// reconcileEgress installs the agent's egress policy for this conversation:
+// its provider endpoint and allow-list, everything else denied. It runs on
+// every reconcile, so an edited agent applies to the next connection.
+func (r *ConversationReconciler) reconcileEgress(conv *v1alpha1.Conversation, agent *v1alpha1.Agent) error {
+	if r.Egress == nil {
+		return nil
+	}
+	policy, err := egress.AgentPolicy(agent.Spec)
+	if err != nil {
+		r.condition(conv, v1alpha1.ConditionContainerRunning, metav1.ConditionFalse, ReasonEgressInvalid,
+			fmt.Sprintf("agent %s: %v", agent.Name, err))
+		return err
+	}
+	r.Egress.SetPolicy(string(conv.UID), policy)
+	return nil
+}
+
+// recordDenials moves refused egress attempts noted by the egress server into
+// the status (the newest maxEgressDenials), so each lands in the history.
+func (r *ConversationReconciler) recordDenials(conv *v1alpha1.Conversation) {
+	for _, d := range r.Sessions.TakeDenials(string(conv.UID)) {
+		r.Logger.Warn("egress denied", "conversation", conv.Namespace+"/"+conv.Name, "target", d.Target, "reason", d.Reason)
+		conv.Status.EgressDenials = append(conv.Status.EgressDenials, d)
+	}
+	if n := len(conv.Status.EgressDenials); n > maxEgressDenials {
+		conv.Status.EgressDenials = conv.Status.EgressDenials[n-maxEgressDenials:]
+	}
+}
+
+// providerAccess is what the CLI gets to reach its model provider: the
+// guest's loopback provider port (egress forwards it to spec.provider.endpoint)
+// and, for credential Secret, the supervisor-held key.
+func (r *ConversationReconciler) providerAccess(agent *v1alpha1.Agent) (*ptyapi.ProviderAccess, error) {
+	p := agent.Spec.Provider
+	if p.Endpoint == "" && p.Credential != v1alpha1.CredentialSecret {
+		return nil, nil
+	}
+	access := &ptyapi.ProviderAccess{}
+	if p.Endpoint != "" {
+		access.BaseURL = guestegress.ProviderURL(guestegress.DefaultProviderAddr)
+	}
+	if p.Credential == v1alpha1.CredentialSecret {
+		if r.Secrets == nil || p.SecretName == "" {
+			return nil, fmt.Errorf("spec.provider.credential is Secret but spec.provider.secretName is empty")
+		}
+		key, err := r.Secrets.Get(agent.Namespace, p.SecretName)
+		if err != nil {
+			return nil, fmt.Errorf("spec.provider.secretName %q: %w (store it with: aicli-supervisor secret set -n %s --name %s)",
+				p.SecretName, err, agent.Namespace, p.SecretName)
+		}
+		access.APIKey = string(key)
+	}
+	return access, nil
+}
+
 func (r *ConversationReconciler) startRequest(conv *v1alpha1.Conversation, agent *v1alpha1.Agent) ptyapi.StartRequest {
 	// The working directory is the guest's default (the workspace mount).
 	req := ptyapi.StartRequest{
 		Harness: string(agent.Spec.Harness),
 		Model:   agent.Spec.Model,
 		Env:     map[string]string{},
+	}
+	if r.Egress != nil {
+		for k, v := range guestegress.CLIEnv(guestegress.DefaultProxyAddr) {
+			req.Env[k] = v
+		}
 	}
 	for _, e := range agent.Spec.Env {
 		req.Env[e.Name] = e.Value

@@ -48,6 +48,9 @@ func (r *ConversationReconciler) teardown(ctx context.Context, conv *v1alpha1.Co
 // whatever state they are in. Idempotent.
 func (r *ConversationReconciler) stopRun(ctx context.Context, conv *v1alpha1.Conversation) error {
 	uid := string(conv.UID)
+	if r.Egress != nil {
+		r.Egress.RemovePolicy(uid)
+	}
 	if pty, ok := r.Sessions.PTY(uid); ok {
 		stopCtx, cancel := context.WithTimeout(ctx, StopGrace)
 		if err := pty.Stop(stopCtx); err != nil && !errors.Is(err, ptyapi.ErrNotStarted) && !errors.Is(err, ptyapi.ErrExited) {

@@ -9,16 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/daemon"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/sidechannel"
+	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
@@ -57,7 +60,34 @@ func (fixedImage) Ensure(context.Context, string, func(string)) (string, error) 
 // guest daemon in-process (the CLI is the real fake CLI under a real PTY).
 type convEnv struct {
 	*harness
-	rt *fake.Runtime
+	rt       *fake.Runtime
+	egress   *policyRecorder
+	sessions *Sessions
+}
+
+// policyRecorder records the egress policies the controller installs.
+type policyRecorder struct {
+	mu       sync.Mutex
+	policies map[string]egress.Policy
+}
+
+func (p *policyRecorder) SetPolicy(uid string, pol egress.Policy) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.policies[uid] = pol
+}
+
+func (p *policyRecorder) RemovePolicy(uid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.policies, uid)
+}
+
+func (p *policyRecorder) get(uid string) (egress.Policy, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pol, ok := p.policies[uid]
+	return pol, ok
 }
 
 func startConversations(t *testing.T) *convEnv {
@@ -87,12 +117,14 @@ func startConversations(t *testing.T) *convEnv {
 		gw.Close()
 		st.Close()
 	})
+	rec := &policyRecorder{policies: map[string]egress.Policy{}}
+	sessions := &Sessions{}
 	err = Start(ctx, Options{Store: st, DataDir: dir, SupervisorID: "sup-test", Logger: log, SkipNameValidation: true,
-		Runtime: rt, Images: fixedImage{}, Gateway: gw})
+		Runtime: rt, Images: fixedImage{}, Gateway: gw, Egress: rec, Sessions: sessions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &convEnv{harness: &harness{t: t, store: st, client: storeclient.New(st), dir: dir}, rt: rt}
+	return &convEnv{harness: &harness{t: t, store: st, client: storeclient.New(st), dir: dir}, rt: rt, egress: rec, sessions: sessions}
 }
 
 // inProcessGuest runs the guest daemon's supervised mode as the container's
@@ -309,5 +341,41 @@ func TestDeletingAnAgentPausesItsLiveConversationFirst(t *testing.T) {
 	}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady); cond == nil || cond.Status == metav1.ConditionTrue && c.Status.State == v1alpha1.ConversationActive {
 		t.Fatalf("conditions: %+v", c.Status.Conditions)
+	}
+}
+
+func TestEgressPolicyFollowsTheRunAndDenialsAreRecorded(t *testing.T) {
+	e := startConversations(t)
+	e.create("agents", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"a"},"spec":{"harness":"fake","provider":{"endpoint":"http://127.0.0.1:9"},"egress":{"allow":["api.example.com"]}}}`)
+	e.create("conversations", convJSON("c", "a"))
+	c := e.waitConv("IDLE", "c", idle)
+	uid := string(c.UID)
+	pol, ok := e.egress.get(uid)
+	if !ok {
+		t.Fatal("no egress policy installed for the live conversation")
+	}
+	if _, _, err := pol.CheckTarget("api.example.com:443"); err != nil {
+		t.Errorf("allow-listed target refused: %v", err)
+	}
+	if _, _, err := pol.CheckTarget("evil.example.net:443"); err == nil {
+		t.Error("a target off the allow-list is allowed")
+	}
+	e.sessions.RecordDenial(uid, "evil.example.net:443", "not_allowed: not on the agent's egress allow-list")
+	c = e.waitConv("denial recorded", "c", func(c *v1alpha1.Conversation) bool { return len(c.Status.EgressDenials) == 1 })
+	if d := c.Status.EgressDenials[0]; d.Target != "evil.example.net:443" || !strings.Contains(d.Reason, "not_allowed") {
+		t.Fatalf("denial: %+v", d)
+	}
+	hist, err := e.store.History(context.Background(), "conversations", "default", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := hist[len(hist)-1].Object
+	if ds, _, _ := unstructured.NestedSlice(last.Object, "status", "egressDenials"); len(ds) != 1 {
+		t.Fatalf("the denial is not an event in the conversation's history: %v", last.Object["status"])
+	}
+	e.setDesired("c", v1alpha1.ConversationPaused)
+	e.waitConv("Paused", "c", func(c *v1alpha1.Conversation) bool { return c.Status.State == v1alpha1.ConversationPaused })
+	if _, ok := e.egress.get(uid); ok {
+		t.Fatal("a paused conversation keeps its egress policy")
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyclient"
 	"aicli.dev/aicli/internal/gateway"
@@ -46,6 +48,7 @@ type Sessions struct {
 }
 
 type session struct {
+	denials  []v1alpha1.EgressDenial
 	key      types.NamespacedName
 	prepared bool
 	waiting  bool
@@ -249,4 +252,43 @@ func (s *Sessions) Forget(uid string) error {
 	}
 	s.mu.Unlock()
 	return s.Gateway.Release(uid)
+}
+
+// maxPendingDenials bounds the refused egress attempts kept per conversation
+// between two reconciles.
+const maxPendingDenials = 10
+
+// RecordDenial notes a refused egress attempt of a live conversation and asks
+// for a reconcile, which records it on the conversation (an event in its
+// history). Unknown conversations are ignored.
+func (s *Sessions) RecordDenial(uid, target, reason string) {
+	s.mu.Lock()
+	s.init()
+	sess := s.m[uid]
+	if sess == nil {
+		s.mu.Unlock()
+		return
+	}
+	sess.denials = append(sess.denials, v1alpha1.EgressDenial{Time: metav1.Now(), Target: target, Reason: reason})
+	if n := len(sess.denials); n > maxPendingDenials {
+		sess.denials = sess.denials[n-maxPendingDenials:]
+	}
+	key := sess.key
+	s.mu.Unlock()
+	s.Changed(key)
+}
+
+// TakeDenials returns and clears the refused egress attempts noted since the
+// last call.
+func (s *Sessions) TakeDenials(uid string) []v1alpha1.EgressDenial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	sess := s.m[uid]
+	if sess == nil {
+		return nil
+	}
+	d := sess.denials
+	sess.denials = nil
+	return d
 }

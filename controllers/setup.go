@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -43,6 +44,10 @@ type Options struct {
 	// Sessions, when set, is the live-guest registry to use (the API's send,
 	// screen and attach read it); Start fills in its Gateway, Changed and Ctx.
 	Sessions *Sessions
+	// Egress and Secrets serve conversations' network reach and model
+	// credentials (optional).
+	Egress  EgressPolicies
+	Secrets SecretReader
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -80,8 +85,12 @@ func Start(ctx context.Context, opts Options) error {
 			return fmt.Errorf("controller %s: %w", s.name, err)
 		}
 		if s.name == "conversation" && convSource != nil {
-			if err := ctrl.Watch(convSource); err != nil {
-				return fmt.Errorf("controller %s: %w", s.name, err)
+			// Out-of-band triggers, and agent edits (image, env, egress) that
+			// must reach the agent's conversations.
+			for _, src := range []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c))} {
+				if err := ctrl.Watch(src); err != nil {
+					return fmt.Errorf("controller %s: %w", s.name, err)
+				}
 			}
 		}
 		go func() {
@@ -121,7 +130,7 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 		}
 	}}
 	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Sessions: sessions,
-		DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger}
+		Egress: opts.Egress, Secrets: opts.Secrets, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger}
 	src := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		go func() {
 			for {
@@ -136,4 +145,23 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 		return nil
 	})
 	return r, src
+}
+
+// conversationsOfAgent maps a changed agent to its conversations. (The
+// source also enqueues the agent's own name; reconciling a conversation of
+// that name, or finding none, is harmless: reconciles are level-based.)
+func conversationsOfAgent(c *storeclient.Client) MapFunc {
+	return func(ctx context.Context, obj *unstructured.Unstructured) []reconcile.Request {
+		var list v1alpha1.ConversationList
+		if err := c.List(ctx, obj.GetNamespace(), &list, nil); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, conv := range list.Items {
+			if conv.Spec.AgentRef == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name}})
+			}
+		}
+		return reqs
+	}
 }

@@ -50,6 +50,17 @@ type SessionRef struct {
 	HomePath string `json:"homePath,omitempty"`
 }
 
+// EgressDenial is one refused attempt of the conversation's container to
+// reach the network (default-deny egress, seed §10).
+type EgressDenial struct {
+	// time is when the attempt was refused (the first of a burst).
+	Time metav1.Time `json:"time"`
+	// target is the destination (host:port, or "provider").
+	Target string `json:"target"`
+	// reason says why it was refused.
+	Reason string `json:"reason"`
+}
+
 // ConversationStatus is what the supervisor observed about the conversation.
 type ConversationStatus struct {
 	// observedGeneration is the spec generation the status describes.
@@ -84,6 +95,11 @@ type ConversationStatus struct {
 	// transcriptCursor is the cursor of the last committed transcript event.
 	// +optional
 	TranscriptCursor int64 `json:"transcriptCursor,omitempty"`
+	// egressDenials are the most recent refused egress attempts (at most 10),
+	// newest last; each change is an event in the conversation's history.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	EgressDenials []EgressDenial `json:"egressDenials,omitempty"`
 }
 
 // Conversation is one PTY session of an agent, kept in the catalog across its

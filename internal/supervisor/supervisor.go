@@ -26,11 +26,13 @@ import (
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi"
+	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
 	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/runtime/docker"
+	"aicli.dev/aicli/internal/secrets"
 	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
 	"aicli.dev/aicli/internal/transcript"
@@ -133,7 +135,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("the supervisor requires Docker and cannot reach its engine (run hack/ensure-docker.sh): %w", err)
 	}
-	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg})
+	sessions := &controllers.Sessions{}
+	egressSrv, err := egress.NewServer(egress.Options{Logger: log, Registerer: reg, Denied: func(uid, target, reason string) {
+		sessions.RecordDenial(uid, target, reason)
+	}})
+	if err != nil {
+		return err
+	}
+	defer egressSrv.Close()
+	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: egressSrv})
 	if err != nil {
 		return err
 	}
@@ -142,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 	attribution := &transcript.Attribution{}
 	transcripts := &transcript.StoreLog{Store: st}
 	pump := &transcript.Pump{Log: transcripts, Attribution: attribution, Logger: log}
-	sessions := &controllers.Sessions{OnConnect: func(ctx context.Context, _ types.NamespacedName, uid string, pty ptyapi.PTY) {
+	sessions.OnConnect = func(ctx context.Context, _ types.NamespacedName, uid string, pty ptyapi.PTY) {
 		follower, ok := pty.(ptyapi.TranscriptFollower)
 		if !ok {
 			return
@@ -156,12 +166,13 @@ func Run(ctx context.Context, cfg Config) error {
 			case <-time.After(500 * time.Millisecond):
 			}
 		}
-	}}
+	}
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
-		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions}); err != nil {
+		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
+		Egress: egressSrv, Secrets: secrets.Store{Dir: dir.Secrets()}}); err != nil {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
