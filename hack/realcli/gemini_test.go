@@ -16,8 +16,8 @@ import (
 
 // TestGeminiOneShotAgainstFakeProvider checks the fake's Gemini API against
 // the real Gemini CLI 0.61.0 (installed with "install.sh gemini"): the
-// structured-output routing side call and the streamed answer. There is no
-// gemini harness adapter yet; this only vouches for the fake.
+// structured-output routing side call and the streamed answer, one-shot (the
+// interactive adapter runs in TestRealCLIs).
 func TestGeminiOneShotAgainstFakeProvider(t *testing.T) {
 	bin := binary(t, "gemini")
 	prov, err := fakeprovider.Start(fakeprovider.Options{})

@@ -42,6 +42,8 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		// opencode --session <id>: the session view before the history is drawn.
 		{"busy-resume-loading.txt", ptyapi.StatusBusy},
 		{"idle-resumed.txt", ptyapi.StatusIdle},
+		// A bash tool call (from the fake provider) touching a path outside the working directory.
+		{"waiting-permission-bash.txt", ptyapi.StatusWaitingForInput},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
