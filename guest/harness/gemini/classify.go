@@ -23,6 +23,7 @@ const (
 
 // waitingCues are dialogs that need an answer before the CLI goes on.
 var waitingCues = []string{
+	"Do you trust the files in this folder?",
 	"Do you trust this folder?",
 	"Allow execution of",
 	"Apply this change?",

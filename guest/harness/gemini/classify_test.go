@@ -41,6 +41,8 @@ func TestClassifyCapturedScreens(t *testing.T) {
 		// gemini --resume: the history is being replayed (typing now is lost).
 		{"busy-resuming.txt", ptyapi.StatusBusy},
 		{"idle-resumed.txt", ptyapi.StatusIdle},
+		// settings.json with security.folderTrust.enabled = true (ptycapture -untrusted).
+		{"waiting-trust-folder.txt", ptyapi.StatusWaitingForInput},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

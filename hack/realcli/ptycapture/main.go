@@ -15,6 +15,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -303,5 +304,18 @@ type untrustedAdapter struct{ harness.Adapter }
 
 func (u untrustedAdapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, error) {
 	req.WorkDir = ""
-	return u.Adapter.SeedFiles(req)
+	files, err := u.Adapter.SeedFiles(req)
+	if err != nil || u.Name() != gemini.Name {
+		return files, err
+	}
+	// Gemini's trust is a global switch, not a per-directory entry: turn it on.
+	for i := range files {
+		if files[i].Path == gemini.SettingsPath {
+			files[i].Data = bytes.Replace(files[i].Data, []byte(`"folderTrust": {
+      "enabled": false`), []byte(`"folderTrust": {
+      "enabled": true`), 1)
+			files[i].Merge = nil
+		}
+	}
+	return files, nil
 }
