@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -80,14 +81,17 @@ type partData struct {
 // per user or assistant text part and per tool part (the call, and its
 // output once completed). Synthetic parts (text OpenCode adds itself),
 // reasoning, step markers, snapshots and patches are left out. Ids are the
-// part ids.
+// part ids. Input that is not a JSON object (e.g. the bytes of opencode.db
+// itself) yields nothing and no error.
 func (a *Adapter) ParseTranscript(r io.Reader) ([]harness.TranscriptEntry, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var out []harness.TranscriptEntry
 	for n := 1; sc.Scan(); n++ {
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 || b[0] != '{' {
+			// Not a row line: until the guest follows OpenCode with ocdb, its
+			// file follower feeds the database file itself through here.
 			continue
 		}
 		var l RowLine

@@ -92,6 +92,16 @@ func TestParseTranscriptToolParts(t *testing.T) {
 	if _, err := New(Options{}).ParseTranscript(strings.NewReader(`{"part":{}}`)); err == nil {
 		t.Error("a line without ids parsed without error")
 	}
+	// The database file's own bytes (what a file follower would feed): nothing, quietly.
+	db, err := os.ReadFile("ocdb/testdata/three-turns-resumed.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range bytes.SplitAfter(db, []byte("\n")) {
+		if es, err := New(Options{}).ParseTranscript(bytes.NewReader(chunk)); err != nil || len(es) != 0 {
+			t.Fatalf("database bytes parsed as %d entries, %v", len(es), err)
+		}
+	}
 }
 
 func TestMessageComplete(t *testing.T) {
