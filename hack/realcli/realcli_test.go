@@ -62,7 +62,11 @@ var specs = []cliSpec{
 	},
 	{
 		name:    gemini.Name,
-		adapter: func(bin string) harness.Adapter { return gemini.New(gemini.Options{Binary: bin}) },
+		adapter: func(bin string) harness.Adapter {
+			// AICLI_GEMINI_PASTE_PAUSE overrides the paste→Enter pause (to measure the minimum).
+			d, _ := time.ParseDuration(os.Getenv("AICLI_GEMINI_PASTE_PAUSE"))
+			return gemini.New(gemini.Options{Binary: bin, PasteEnterPause: d})
+		},
 		env: func(url string) map[string]string {
 			return map[string]string{gemini.BaseURLEnv: url, gemini.APIKeyEnv: "fake-gemini-key-0123456789"}
 		},
