@@ -61,7 +61,7 @@ var specs = []cliSpec{
 		model: "gpt-5.1-codex",
 	},
 	{
-		name:    gemini.Name,
+		name: gemini.Name,
 		adapter: func(bin string) harness.Adapter {
 			// AICLI_GEMINI_PASTE_PAUSE overrides the paste→Enter pause (to measure the minimum).
 			d, _ := time.ParseDuration(os.Getenv("AICLI_GEMINI_PASTE_PAUSE"))
