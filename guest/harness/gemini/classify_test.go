@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,42 @@ func TestClassifyNoCues(t *testing.T) {
 	if st, ok := a.Classify(ptyapi.Screen{Lines: []string{" > ", " workspace (/directory)",
 		"Allow execution of: 'ls'?"}}); !ok || st != ptyapi.StatusWaitingForInput {
 		t.Fatalf("confirmation: %q %v", st, ok)
+	}
+}
+
+// slow-stream-frames.jsonl holds every distinct screen of a real turn whose
+// reply was streamed at 150 ms per word, from the first reply word on screen
+// to the first IDLE frame after it (hack/realcli/ptycapture, delay:150ms).
+func TestClassifySlowStreamNeverIdleEarly(t *testing.T) {
+	const reply = "echo: please stream a longer answer slowly now with many words in it"
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", "slow-stream-frames.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(Options{})
+	partial := 0
+	var last ptyapi.ExecutionStatus
+	for i, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var f struct {
+			MS    int64    `json:"ms"`
+			Lines []string `json:"lines"`
+		}
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatal(err)
+		}
+		for len(f.Lines) < 40 {
+			f.Lines = append(f.Lines, "")
+		}
+		st, _ := a.Classify(ptyapi.Screen{Cols: 120, Rows: 40, Lines: f.Lines})
+		if !strings.Contains(strings.Join(f.Lines, "\n"), reply) {
+			partial++
+			if st != ptyapi.StatusBusy {
+				t.Errorf("frame %d (%d ms): reply still streaming, classified %q", i, f.MS, st)
+			}
+		}
+		last = st
+	}
+	if partial < 5 || last != ptyapi.StatusIdle {
+		t.Fatalf("%d streaming frames, last frame %q; want several, then IDLE", partial, last)
 	}
 }
