@@ -28,7 +28,14 @@ func (s *Server) serveProvider(conv string, st net.Conn, provider *url.URL) {
 		},
 	}
 	srv := &http.Server{
-		Handler:           rp,
+		// Full duplex: otherwise, when the proxy writes the response header, the server drains and closes the
+		// request body, and the transport's final read of that body (its check for EOF, racing with the
+		// provider's early response) fails with "invalid Read on closed Body" and tears the provider connection
+		// down mid-response.
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_ = http.NewResponseController(w).EnableFullDuplex()
+			rp.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: s.opts.HeaderTimeout,
 		IdleTimeout:       s.opts.IdleTimeout,
 		ErrorLog:          errLog,
