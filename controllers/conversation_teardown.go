@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,7 @@ func (r *ConversationReconciler) stopRun(ctx context.Context, conv *v1alpha1.Con
 		r.Egress.RemovePolicy(uid)
 	}
 	if pty, ok := r.Sessions.PTY(uid); ok {
+		r.recordFinalSession(ctx, conv, pty)
 		stopCtx, cancel := context.WithTimeout(ctx, StopGrace)
 		if err := pty.Stop(stopCtx); err != nil && !errors.Is(err, ptyapi.ErrNotStarted) && !errors.Is(err, ptyapi.ErrExited) {
 			r.Logger.Warn("stopping the CLI gracefully failed; stopping the container", "conversation", conv.Namespace+"/"+conv.Name, "err", err)
@@ -98,4 +100,21 @@ func (r *ConversationReconciler) unplannedPause(ctx context.Context, conv *v1alp
 
 func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, typ)
+}
+
+// recordFinalSession reads the guest's status one last time before the CLI is
+// stopped, so a session id the CLI reported since the last reconcile (CLIs
+// that cannot pre-assign ids are discovered after their first message) is in
+// the catalog for the resume.
+func (r *ConversationReconciler) recordFinalSession(ctx context.Context, conv *v1alpha1.Conversation, pty ptyapi.PTY) {
+	statusCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := pty.Status(statusCtx)
+	if err != nil || info.SessionID == "" {
+		return
+	}
+	if conv.Status.Session == nil || conv.Status.Session.SessionID != info.SessionID {
+		conv.Status.Session = &v1alpha1.SessionRef{Harness: v1alpha1.Harness(info.Harness), SessionID: info.SessionID,
+			HomePath: r.DataDir.AgentHome(conv.Namespace, conv.Spec.AgentRef)}
+	}
 }

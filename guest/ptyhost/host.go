@@ -637,31 +637,50 @@ func (h *Host) Close() error {
 // discoverSession polls the harness's store for the session id of a CLI that
 // could not be given one at launch.
 func (h *Host) discoverSession(a harness.Adapter, req harness.LaunchRequest, since time.Time) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	deadline := time.After(2 * time.Minute)
+	// Some CLIs write their session store only when the first message is
+	// submitted, which may be long after launch: keep looking (less often
+	// after the first two minutes) until found or the CLI exits.
+	interval := 500 * time.Millisecond
+	slowAfter := time.Now().Add(2 * time.Minute)
 	for {
 		select {
-		case <-t.C:
-			id, ok, err := a.DiscoverSession(req.Home, req.WorkDir, since)
-			if err != nil {
-				h.log.Warn("discover session", "err", err)
-				continue
-			}
-			if ok {
-				h.mu.Lock()
-				h.sessionID = id
-				h.mu.Unlock()
-				h.log.Info("session discovered", "sessionId", id)
+		case <-time.After(interval):
+			if h.tryDiscover(a, req, since) {
 				return
 			}
-		case <-deadline:
-			h.log.Warn("session id not discovered")
-			return
+			if time.Now().After(slowAfter) {
+				interval = 5 * time.Second
+			}
 		case <-h.done:
 			return
 		}
 	}
+}
+
+// tryDiscover looks once for the session id of a CLI that cannot have one
+// pre-assigned and records it; it reports whether the id is known.
+func (h *Host) tryDiscover(a harness.Adapter, req harness.LaunchRequest, since time.Time) bool {
+	h.mu.Lock()
+	known := h.sessionID != ""
+	h.mu.Unlock()
+	if known {
+		return true
+	}
+	id, ok, err := a.DiscoverSession(req.Home, req.WorkDir, since)
+	if err != nil {
+		h.log.Warn("discover session", "err", err)
+		return false
+	}
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	if h.sessionID == "" {
+		h.sessionID = id
+		h.log.Info("session discovered", "sessionId", id)
+	}
+	h.mu.Unlock()
+	return true
 }
 
 // resumeOrFresh turns a resume of a session the CLI never wrote (no turn was

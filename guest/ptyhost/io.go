@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
@@ -308,6 +309,15 @@ func (h *Host) requireStarted() error {
 
 // Status implements ptyapi.PTY.
 func (h *Host) Status(ctx context.Context) (ptyapi.StatusInfo, error) {
+	h.mu.Lock()
+	undiscovered := h.state == stateRunning && h.sessionID == "" && h.adapter != nil
+	a, home, workDir, since := h.adapter, h.opts.Home, h.workDir, h.since
+	h.mu.Unlock()
+	if undiscovered {
+		// The supervisor reads the status before a pause: make sure it learns
+		// a session id the CLI has written since the last background poll.
+		h.tryDiscover(a, harness.LaunchRequest{Home: home, WorkDir: workDir}, since)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.status
