@@ -51,12 +51,12 @@ type supervisorProc struct {
 }
 
 // startSupervisor runs the supervisor binary on dataDir and waits until it serves.
-func startSupervisor(ctx context.Context, dataDir string) *supervisorProc {
+func startSupervisor(ctx context.Context, dataDir string, extraArgs ...string) *supervisorProc {
 	GinkgoHelper()
 	bins := supervisorBins(ctx)
 	logFile, err := os.OpenFile(filepath.Join(dataDir, "supervisor.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(filepath.Join(bins, "aicli-supervisor"), "--data-dir", dataDir, "--log-format", "text")
+	cmd := exec.Command(filepath.Join(bins, "aicli-supervisor"), append([]string{"--data-dir", dataDir, "--log-format", "text"}, extraArgs...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	Expect(cmd.Start()).To(Succeed())
 	c, err := client.New(client.Config{Server: "unix://" + layout.Dir(dataDir).Socket(), Timeout: 30 * time.Second})

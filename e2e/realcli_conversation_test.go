@@ -1,0 +1,151 @@
+//go:build e2e && realcli
+
+package e2e_test
+
+// The real-CLI conversation tier (issue 6): each real CLI in its guest image,
+// driven by the supervisor against a fake provider hosted by the test on the
+// host's loopback, reached only through the supervisor's egress over the side
+// channel. Run with:
+//
+//	go test -tags 'e2e realcli' -count=1 -timeout 60m ./e2e/ -ginkgo.label-filter=real-cli -ginkgo.v
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"aicli.dev/aicli/internal/fakeprovider"
+	"aicli.dev/aicli/internal/transcript"
+)
+
+// convCLI is one harness of the tier.
+type convCLI struct {
+	harness, model string
+	// spendHarness is the spend parser's harness name ("" when spend does not cover it).
+	spendHarness string
+}
+
+var convCLIs = []convCLI{
+	{harness: "claude", model: "claude-sonnet-4-5-20250929", spendHarness: "claude"},
+	{harness: "codex", model: "gpt-5-codex", spendHarness: "codex"},
+	{harness: "gemini", model: "gemini-2.5-pro"},
+}
+
+var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
+	for _, cli := range convCLIs {
+		It(fmt.Sprintf("converses with %s, resumes it natively and accounts its spend", cli.harness), func(ctx SpecContext) {
+			provider, err := fakeprovider.Start(fakeprovider.Options{
+				Usage: &fakeprovider.Usage{InputTokens: 120, OutputTokens: 7, CacheReadTokens: 30, CacheCreationTokens: 0},
+			})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(provider.Close)
+
+			dataDir := GinkgoT().TempDir()
+			setSecret(ctx, dataDir, "provider-key", "sk-aicli-test-0123456789abcdefghijklmnop")
+			sup := startSupervisor(ctx, dataDir, "--offline-pricing")
+			DeferCleanup(func(ctx SpecContext) {
+				if CurrentSpecReport().Failed() {
+					sup.dumpLog()
+				}
+				sup.stop()
+				sup.removeContainers(ctx)
+			})
+
+			agent := cli.harness + "-agent"
+			sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q,"namespace":"default"},
+				"spec":{"harness":%q,"model":%q,"provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
+				agent, cli.harness, cli.model, provider.URL()))
+			conv := sup.start(ctx, agent)
+			// A cold start builds the Debian base and the CLI's image from npm.
+			sup.waitState(ctx, conv, "Active", "IDLE", 15*time.Minute)
+
+			start := time.Now()
+			Expect(sup.send(ctx, conv, "remember the word PAPAYA")).To(Succeed())
+			sup.waitReply(ctx, conv, "echo: remember the word PAPAYA")
+			GinkgoWriter.Printf("%s: first turn %s\n", cli.harness, time.Since(start))
+			Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcript.SpeakerHuman))
+
+			sup.setDesired(ctx, conv, "Paused")
+			sup.waitState(ctx, conv, "Paused", "", 2*time.Minute)
+			sup.setDesired(ctx, conv, "Active")
+			sup.waitState(ctx, conv, "Active", "IDLE", 3*time.Minute)
+			Expect(sup.send(ctx, conv, "what was the word")).To(Succeed())
+			sup.waitReply(ctx, conv, "echo: what was the word")
+			Eventually(func() bool {
+				for _, r := range provider.Conversations() {
+					if strings.Contains(r.LastUserText(), "what was the word") && r.HasText("PAPAYA") {
+						return true
+					}
+				}
+				return false
+			}).WithTimeout(30*time.Second).Should(BeTrue(), "the resumed CLI sends the earlier turn to the provider")
+
+			sup.setDesired(ctx, conv, "Archived")
+			sup.waitState(ctx, conv, "Archived", "", 2*time.Minute)
+			Expect(sup.containers(ctx)).To(BeEmpty())
+
+			if cli.spendHarness != "" {
+				expectSpend(ctx, sup, provider, cli)
+			}
+		}, SpecTimeout(25*time.Minute))
+	}
+})
+
+// setSecret stores a supervisor-held secret with the supervisor binary.
+func setSecret(ctx SpecContext, dataDir, name, value string) {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, filepath.Join(supervisorBins(ctx), "aicli-supervisor"), "secret", "set",
+		"--data-dir", dataDir, "-n", "default", "--name", name)
+	cmd.Stdin = strings.NewReader(value)
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%s", out)
+}
+
+// expectSpend checks the spend endpoint reports the provider's usage for the
+// agent's model: every turn the provider answered with the fixed usage. (CLIs
+// also make calls they do not record in their session files — warm-ups, titles
+// — which no session-file accounting can see; only turns are counted.)
+func expectSpend(ctx SpecContext, sup *supervisorProc, provider *fakeprovider.Server, cli convCLI) {
+	GinkgoHelper()
+	calls := 0
+	for _, r := range provider.Conversations() {
+		GinkgoWriter.Printf("provider call: op=%s model=%s stream=%v last=%q\n", r.Op, r.Model, r.Stream, r.LastUserText())
+		last := r.LastUserText()
+		if r.Model == cli.model && (last == "remember the word PAPAYA" || last == "what was the word") {
+			calls++
+		}
+	}
+	Expect(calls).To(BeNumerically(">=", 2))
+	since := time.Now().UTC().Format("2006-01-02")
+	Eventually(func(g Gomega) {
+		body, err := sup.client.DoRaw(ctx, "GET", "/apis/aicli.dev/v1alpha1/spendhistory?since="+since, "", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		var hist struct {
+			Days []struct {
+				Models []struct {
+					Model, Harness        string
+					UncachedInput, Output int64
+					CacheRead             int64
+				} `json:"models"`
+			} `json:"days"`
+		}
+		g.Expect(json.Unmarshal(body, &hist)).To(Succeed())
+		var output, cacheRead int64
+		for _, d := range hist.Days {
+			for _, m := range d.Models {
+				if strings.Contains(m.Model, strings.TrimSuffix(cli.model, "-20250929")) && m.Harness == cli.spendHarness {
+					output += m.Output
+					cacheRead += m.CacheRead
+				}
+			}
+		}
+		g.Expect(output).To(Equal(int64(7*calls)), "spend output tokens vs %d provider calls of 7: %s", calls, body)
+		g.Expect(cacheRead).To(Equal(int64(30*calls)), "spend cache-read tokens: %s", body)
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
