@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer gw.Close()
-	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log}
+	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log, PruneOld: true}
 	attribution := &transcript.Attribution{}
 	transcripts := &transcript.StoreLog{Store: st}
 	pump := &transcript.Pump{Log: transcripts, Attribution: attribution, Logger: log}
