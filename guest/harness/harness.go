@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"os"
 	"sort"
@@ -186,4 +187,36 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// BracketedPaste is the usual message delivery of a TUI CLI: the sanitised
+// text as one bracketed paste, a pause the CLI needs to take the paste in,
+// then Enter.
+func BracketedPaste(text string, pause time.Duration) []Chunk {
+	return []Chunk{
+		{Data: []byte("\x1b[200~" + SanitizePaste(text) + "\x1b[201~"), Pause: pause},
+		{Data: []byte("\r")},
+	}
+}
+
+// SessionArgs is the session part of the command line of a CLI that takes
+// `--resume <uuid>` to resume and `--session-id <uuid>` to pre-assign (a fresh
+// uuid when the request names none). It returns the arguments, the session id
+// and whether this is a native resume.
+func SessionArgs(req LaunchRequest) (args []string, sessionID string, resumed bool, err error) {
+	switch {
+	case req.ResumeSession != "":
+		if _, err := uuid.Parse(req.ResumeSession); err != nil {
+			return nil, "", false, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "resume session %q is not a uuid", req.ResumeSession)
+		}
+		return []string{"--resume", req.ResumeSession}, req.ResumeSession, true, nil
+	case req.SessionID != "":
+		if _, err := uuid.Parse(req.SessionID); err != nil {
+			return nil, "", false, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "session id %q is not a uuid", req.SessionID)
+		}
+		return []string{"--session-id", req.SessionID}, req.SessionID, false, nil
+	default:
+		id := uuid.NewString()
+		return []string{"--session-id", id}, id, false, nil
+	}
 }

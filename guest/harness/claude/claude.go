@@ -189,34 +189,19 @@ func (a *Adapter) Launch(req harness.LaunchRequest) (harness.Launch, error) {
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
-	switch {
-	case req.ResumeSession != "":
-		if _, err := uuid.Parse(req.ResumeSession); err != nil {
-			return l, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "resume session %q is not a uuid", req.ResumeSession)
-		}
-		args = append(args, "--resume", req.ResumeSession)
-		l.SessionID, l.Resumed = req.ResumeSession, true
-	case req.SessionID != "":
-		if _, err := uuid.Parse(req.SessionID); err != nil {
-			return l, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "session id %q is not a uuid", req.SessionID)
-		}
-		args = append(args, "--session-id", req.SessionID)
-		l.SessionID = req.SessionID
-	default:
-		l.SessionID = uuid.NewString()
-		args = append(args, "--session-id", l.SessionID)
+	session, id, resumed, err := harness.SessionArgs(req)
+	if err != nil {
+		return l, err
 	}
-	l.Args = append(args, req.Args...)
+	l.SessionID, l.Resumed = id, resumed
+	l.Args = append(append(args, session...), req.Args...)
 	return l, nil
 }
 
 // FormatMessage implements harness.Adapter: a bracketed paste of the sanitised
 // text, a short pause, Enter.
 func (a *Adapter) FormatMessage(text string) []harness.Chunk {
-	return []harness.Chunk{
-		{Data: []byte("\x1b[200~" + harness.SanitizePaste(text) + "\x1b[201~"), Pause: a.opts.PasteEnterPause},
-		{Data: []byte("\r")},
-	}
+	return harness.BracketedPaste(text, a.opts.PasteEnterPause)
 }
 
 // Delivery implements harness.Adapter.

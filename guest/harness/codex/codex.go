@@ -98,10 +98,7 @@ func (a *Adapter) Launch(req harness.LaunchRequest) (harness.Launch, error) {
 // FormatMessage implements harness.Adapter: a bracketed paste of the
 // sanitised text, the paste pause, Enter.
 func (a *Adapter) FormatMessage(text string) []harness.Chunk {
-	return []harness.Chunk{
-		{Data: []byte("\x1b[200~" + harness.SanitizePaste(text) + "\x1b[201~"), Pause: a.opts.PasteEnterPause},
-		{Data: []byte("\r")},
-	}
+	return harness.BracketedPaste(text, a.opts.PasteEnterPause)
 }
 
 // Delivery implements harness.Adapter.
