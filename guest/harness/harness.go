@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"github.com/google/uuid"
 	"io"
@@ -150,6 +151,19 @@ func SanitizePaste(text string) string {
 // variables that express p in the CLI's own terms (names, URL suffixes).
 type ProviderEnvMapper interface {
 	ProviderEnv(p ptyapi.ProviderAccess) map[string]string
+}
+
+// StoreFollower is implemented by adapters whose CLI keeps its transcript in
+// a store that is not a line-based file per session (e.g. a SQLite database).
+// FollowStore calls fn for every entry of the current session from its
+// start, then for each new one as the CLI commits it, until ctx ends or fn
+// fails. sessionID is asked on every poll and may return "" until the session
+// is known; when it changes, following starts again from the new session's
+// start (the caller dedupes by entry id). It returns ctx's error or fn's error.
+// The guest uses it instead of SessionFile and ParseTranscript when present.
+type StoreFollower interface {
+	FollowStore(ctx context.Context, home, workDir string, sessionID func() string,
+		fn func(ptyapi.TranscriptEntry) error) error
 }
 
 // Registry maps harness names to adapters. Build one per process; it is
