@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/harness"
-	"aicli.dev/aicli/guest/harness/opencode"
 )
 
 // Follow follows an OpenCode session's transcript in the database at dbPath:
@@ -22,7 +21,6 @@ import (
 // poll are retried on the next one.
 func Follow(ctx context.Context, dbPath string, sessionID func() string, interval time.Duration,
 	fn func(harness.TranscriptEntry) error) error {
-	a := opencode.New(opencode.Options{})
 	var (
 		cur  string
 		seen map[string]bool
@@ -34,7 +32,7 @@ func Follow(ctx context.Context, dbPath string, sessionID func() string, interva
 			if sid != cur {
 				cur, seen = sid, map[string]bool{}
 			}
-			entries, err := poll(ctx, a, dbPath, cur)
+			entries, err := poll(ctx, dbPath, cur)
 			if err != nil && ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -57,7 +55,7 @@ func Follow(ctx context.Context, dbPath string, sessionID func() string, interva
 }
 
 // poll dumps the finished part of a session and parses it.
-func poll(ctx context.Context, a *opencode.Adapter, dbPath, sessionID string) ([]harness.TranscriptEntry, error) {
+func poll(ctx context.Context, dbPath, sessionID string) ([]harness.TranscriptEntry, error) {
 	if _, err := os.Stat(dbPath); err != nil {
 		return nil, fmt.Errorf("follow opencode session: %w", err)
 	}
@@ -70,5 +68,5 @@ func poll(ctx context.Context, a *opencode.Adapter, dbPath, sessionID string) ([
 	if _, err := d.Dump(ctx, sessionID, &buf); err != nil && !errors.Is(err, ErrIncomplete) {
 		return nil, err
 	}
-	return a.ParseTranscript(&buf)
+	return Parse(&buf)
 }

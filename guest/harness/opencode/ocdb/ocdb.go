@@ -12,8 +12,6 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver (pure Go)
-
-	"aicli.dev/aicli/guest/harness/opencode"
 )
 
 // DB is a read-only handle on an opencode.db.
@@ -79,7 +77,7 @@ func (d *DB) Sessions(ctx context.Context, directory string, since time.Time) ([
 // ErrIncomplete marks a dump that stopped at a message still being written.
 var ErrIncomplete = errors.New("message still being written")
 
-// Dump writes the session's parts, in order, as opencode.RowLine JSON lines.
+// Dump writes the session's parts, in order, as RowLine JSON lines.
 // It stops before the first message that is not complete yet (an assistant
 // reply still streaming), so everything written is final and a follower can
 // dump again later and skip what it has seen by part id; it then returns the
@@ -96,13 +94,13 @@ func (d *DB) Dump(ctx context.Context, sessionID string, w io.Writer) (int, erro
 	enc := json.NewEncoder(w)
 	n := 0
 	for rows.Next() {
-		var l opencode.RowLine
+		var l RowLine
 		var mdata, pdata string
 		if err := rows.Scan(&l.Message.ID, &l.Message.SessionID, &l.Message.TimeCreated, &mdata,
 			&l.Part.ID, &l.Part.MessageID, &l.Part.SessionID, &l.Part.TimeCreated, &pdata); err != nil {
 			return n, fmt.Errorf("dump opencode session: %w", err)
 		}
-		if !opencode.MessageComplete(json.RawMessage(mdata)) {
+		if !MessageComplete(json.RawMessage(mdata)) {
 			return n, fmt.Errorf("dump opencode session %s at %s: %w", sessionID, l.Message.ID, ErrIncomplete)
 		}
 		l.Message.Data, l.Part.Data = json.RawMessage(mdata), json.RawMessage(pdata)

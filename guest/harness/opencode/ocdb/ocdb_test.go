@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"aicli.dev/aicli/guest/harness/opencode"
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
@@ -46,7 +45,7 @@ func TestDumpParsesIntoTheConversation(t *testing.T) {
 	if err != nil || n != 16 {
 		t.Fatalf("Dump = %d lines, %v", n, err)
 	}
-	got, err := opencode.New(opencode.Options{}).ParseTranscript(&buf)
+	got, err := Parse(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
