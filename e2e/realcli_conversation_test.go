@@ -71,6 +71,11 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 			GinkgoWriter.Printf("%s: first turn %s\n", cli.harness, time.Since(start))
 			Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcript.SpeakerHuman))
 
+			turnLatencies(ctx, sup, conv, cli)
+			if cli.spendHarness != "" { // Claude and Codex: the latency and streaming targets
+				slowStreamAndQueuedMessage(ctx, sup, provider, conv)
+			}
+
 			sup.setDesired(ctx, conv, "Paused")
 			sup.waitState(ctx, conv, "Paused", "", 2*time.Minute)
 			sup.setDesired(ctx, conv, "Active")
@@ -97,6 +102,12 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 	}
 })
 
+// sentTexts are the messages the spec sends: each is one turn of the CLI.
+var sentTexts = map[string]bool{
+	"remember the word PAPAYA": true, "what was the word": true, "slow one": true, "queued two": true,
+	"latency probe 0": true, "latency probe 1": true, "latency probe 2": true, "latency probe 3": true, "latency probe 4": true,
+}
+
 // setSecret stores a supervisor-held secret with the supervisor binary.
 func setSecret(ctx SpecContext, dataDir, name, value string) {
 	GinkgoHelper()
@@ -116,8 +127,7 @@ func expectSpend(ctx SpecContext, sup *supervisorProc, provider *fakeprovider.Se
 	calls := 0
 	for _, r := range provider.Conversations() {
 		GinkgoWriter.Printf("provider call: op=%s model=%s stream=%v last=%q\n", r.Op, r.Model, r.Stream, r.LastUserText())
-		last := r.LastUserText()
-		if r.Model == cli.model && (last == "remember the word PAPAYA" || last == "what was the word") {
+		if r.Model == cli.model && sentTexts[r.LastUserText()] {
 			calls++
 		}
 	}
@@ -148,4 +158,94 @@ func expectSpend(ctx SpecContext, sup *supervisorProc, provider *fakeprovider.Se
 		g.Expect(output).To(Equal(int64(7*calls)), "spend output tokens vs %d provider calls of 7: %s", calls, body)
 		g.Expect(cacheRead).To(Equal(int64(30*calls)), "spend cache-read tokens: %s", body)
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// turnLatencies measures five turns (send → reply committed to the transcript
+// → IDLE) and, for Claude and Codex, holds the p50 to 1.5 s.
+func turnLatencies(ctx SpecContext, sup *supervisorProc, conv string, cli convCLI) {
+	GinkgoHelper()
+	var lat []time.Duration
+	for i := range 5 {
+		text := fmt.Sprintf("latency probe %d", i)
+		start := time.Now()
+		Expect(sup.send(ctx, conv, text)).To(Succeed())
+		sup.waitReply(ctx, conv, "echo: "+text)
+		sup.waitState(ctx, conv, "Active", "IDLE", time.Minute)
+		lat = append(lat, time.Since(start))
+	}
+	p50 := pct(lat, 50)
+	GinkgoWriter.Printf("%s: turn latency p50 %s (all %v)\n", cli.harness, p50, lat)
+	AddReportEntry(cli.harness+" turn latency p50", p50.String())
+	if cli.harness == "claude" || cli.harness == "codex" {
+		Expect(p50).To(BeNumerically("<=", 1500*time.Millisecond), "turn latency p50 of %s", cli.harness)
+	}
+}
+
+// slowStreamAndQueuedMessage makes the provider stream slowly and checks that
+// the conversation never reads IDLE while the reply is still streaming, and
+// that a message sent while BUSY is accepted and answered after the first.
+func slowStreamAndQueuedMessage(ctx SpecContext, sup *supervisorProc, provider *fakeprovider.Server, conv string) {
+	GinkgoHelper()
+	provider.SetReply(func(r fakeprovider.Request) string {
+		return fakeprovider.EchoReply(r) + strings.Repeat(" streaming", 20)
+	})
+	provider.SetTokenDelay(100 * time.Millisecond)
+	DeferCleanup(func() { provider.SetReply(fakeprovider.EchoReply); provider.SetTokenDelay(0) })
+
+	type sample struct {
+		at   time.Time
+		exec string
+	}
+	var samples []sample
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if obj, err := sup.client.Get(ctx, "conversations", "default", conv); err == nil {
+				samples = append(samples, sample{time.Now(), field(obj, "status", "execution")})
+			}
+		}
+	}()
+	Expect(sup.send(ctx, conv, "slow one")).To(Succeed())
+	Eventually(func() string {
+		obj, _ := sup.client.Get(ctx, "conversations", "default", conv)
+		return field(obj, "status", "execution")
+	}).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal("BUSY"))
+	Expect(sup.send(ctx, conv, "queued two")).To(Succeed(), "a message sent while BUSY is accepted, not refused")
+	reply := sup.waitReply(ctx, conv, "echo: slow one")
+	close(stop)
+	<-sampled
+	// The reply streams 20+ tokens 100 ms apart: it is certainly still
+	// streaming 1.5 s after the provider received the request.
+	var asked time.Time
+	for _, r := range provider.Conversations() {
+		if r.LastUserText() == "slow one" {
+			asked = r.Time
+		}
+	}
+	Expect(asked.IsZero()).To(BeFalse(), "the provider never saw the slow request")
+	done := asked.Add(1500 * time.Millisecond)
+	busySeen := false
+	for _, s := range samples {
+		if s.at.Before(asked) {
+			continue
+		}
+		if s.at.After(done) {
+			break
+		}
+		if s.exec == "BUSY" {
+			busySeen = true
+		}
+		Expect(busySeen && s.exec == "IDLE").To(BeFalse(),
+			"IDLE reported at %s while the reply was still streaming (asked %s, reply %q)", s.at.Format(time.StampMilli), asked.Format(time.StampMilli), reply.Text)
+	}
+	Expect(busySeen).To(BeTrue())
+	sup.waitReply(ctx, conv, "echo: queued two")
+	sup.waitState(ctx, conv, "Active", "IDLE", time.Minute)
 }
