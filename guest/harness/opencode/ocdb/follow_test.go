@@ -72,7 +72,9 @@ func TestFollowFromStartThenLive(t *testing.T) {
 	waitLen(t, c, 8)
 
 	// OpenCode starts a reply (no completion time yet) and streams text into it.
-	rw, err := sql.Open("sqlite", "file:"+p)
+	// The fixture is not in WAL mode, so a write waits out the follower's
+	// read lock as OpenCode's own writes would.
+	rw, err := sql.Open("sqlite", "file:"+p+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
