@@ -7,24 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"aicli.dev/aicli/guest/harness/harnesstest"
 	"aicli.dev/aicli/guest/ptyapi"
 )
-
-// loadScreen reads a screen captured from Gemini CLI 0.61.0 on a 120x40 PTY
-// (hack/realcli/ptycapture, rendered by the PTY host's emulator) and pads it
-// to the full height.
-func loadScreen(t *testing.T, name string) ptyapi.Screen {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	for len(lines) < 40 {
-		lines = append(lines, "")
-	}
-	return ptyapi.Screen{Cols: 120, Rows: 40, Lines: lines}
-}
 
 func TestClassifyCapturedScreens(t *testing.T) {
 	a := New(Options{})
@@ -47,7 +32,7 @@ func TestClassifyCapturedScreens(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			got, ok := a.Classify(loadScreen(t, c.file))
+			got, ok := a.Classify(harnesstest.LoadScreen(t, c.file))
 			if !ok || got != c.want {
 				t.Fatalf("Classify = %q, %v; want %q", got, ok, c.want)
 			}
