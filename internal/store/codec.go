@@ -43,36 +43,6 @@ type event struct {
 	prevLabels    map[string]string
 }
 
-// record is the stored JSON form of an event (values of h/ keys). seq,
-// resource, namespace and name are not stored: they are in the key.
-type record struct {
-	Type          string            `json:"type"`
-	Time          time.Time         `json:"time"`
-	LabelsChanged bool              `json:"labelsChanged,omitempty"`
-	PrevLabels    map[string]string `json:"prevLabels,omitempty"`
-	Object        json.RawMessage   `json:"object"`
-}
-
-// decodeRecord decodes the history entry stored under key hk.
-func decodeRecord(hk, b []byte) (*event, error) {
-	res, ns, name, seq, err := splitHistoryKey(hk)
-	if err != nil {
-		return nil, err
-	}
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("store: decode event %d: %w", seq, err)
-	}
-	obj, err := decodeObject(r.Object)
-	if err != nil {
-		return nil, fmt.Errorf("store: decode event %d: %w", seq, err)
-	}
-	return &event{
-		seq: seq, typ: r.Type, resource: res, ns: ns, name: name, time: r.Time,
-		data: treeData(obj), labels: obj.GetLabels(), labelsChanged: r.LabelsChanged, prevLabels: r.PrevLabels,
-	}, nil
-}
-
 // objData is one immutable version of a stored object. A created object is
 // kept as the JSON it was committed as and decoded on first use (most are
 // never read before their next version); every other version is kept as

@@ -26,17 +26,21 @@
 //
 //	m/rv                                  last assigned event sequence (uint64 BE)
 //	m/compact                             first retained watch-log sequence (uint64 BE)
-//	m/version                             key layout version ("1")
+//	m/version                             key layout version ("2")
 //	e/<seq BE8>                           watch log: value is the event's h/ key
-//	o/<resource>/<namespace>/<name>       current object: the seq (BE8) of its latest
-//	                                      history entry, which holds the object (stores
-//	                                      written before this layout hold the object JSON
-//	                                      itself; both forms are read). Open reads these
-//	                                      and seeks h/ forward once per object
 //	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history: the event record
-//	                                      (JSON: type, time, labelsChanged, prevLabels,
-//	                                      object; seq and address come from the key)
+//	                                      (see record.go: an 11-byte binary header with
+//	                                      type, time and flags, the previous labels when
+//	                                      they changed, then the object JSON; seq and
+//	                                      address come from the key)
 //	k/<bucket>/<key>                      side-table value (raw bytes)
+//
+// An object's current state is its latest history entry unless that is a
+// deletion: Open seeks to the last entry of each object's history range
+// (one backward seek per object, in key order), so a write commits two
+// keys and no separate projection. Layout 1 also kept o/<resource>/<ns>/<name>
+// projection keys and JSON records; Open upgrades such a store in place after
+// checking every projection against the history, and reads JSON records.
 //
 // Resource, namespace, name and bucket never contain '/' (checked on entry),
 // so the prefixes are unambiguous. The watch log (e/) is trimmed by Compact
@@ -71,21 +75,24 @@
 //
 // # Objects
 //
-// Objects handed to and returned by the store are never shared with it:
-// every object the store returns is a private canonical copy (integers as
-// int64, as JSON decoding produces). Create copies and encodes its input in
-// the caller's goroutine in one walk and returns that copy; the writer only
-// appends the commit-time metadata (creationTimestamp, generation,
-// resourceVersion) to the JSON. The index keeps a created object as that
-// JSON and decodes it once, on first read (Get, List, watch, a later
-// update), with a direct scanner that yields the same values as the API
-// machinery's decoder; updated objects are kept as the trees the writer
-// built. Readers get deep copies of the decoded tree.
+// Objects returned by the store are never shared with it: the store keeps
+// a created object only as the JSON it committed and decodes it once, on
+// first read (Get, List, watch, a later update), with a direct scanner that
+// yields the same values as the API machinery's decoder; updated objects
+// are kept as the trees the writer built, and readers get deep copies.
+// Create takes the caller's object: it completes it in place (status
+// dropped, metadata reduced to client-owned fields, then the server's
+// fields set) and returns it, as a Kubernetes client fills in the object it
+// creates; it encodes it in the caller's goroutine in one walk, so the
+// writer only appends the commit-time metadata (creationTimestamp,
+// generation, resourceVersion) to the JSON. Objects holding values that are
+// not in canonical JSON form (integers other than int64, typed maps...)
+// are normalized into a copy first, and the copy is returned.
 //
 // # Write path cost
 //
 // Per write the writer does one index lookup, appends the stamps to the
-// caller's JSON, and adds three keys to the group's batch; one Clock
+// caller's JSON, and adds two keys to the group's batch; one Clock
 // reading and its formatting serve the whole group. The index is one map
 // of slots holding both the writer's view and the published (durable)
 // version, so publication is a pointer store per object.

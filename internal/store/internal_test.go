@@ -1,18 +1,23 @@
 package store
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// TestRecordObject checks that the object found in a record without decoding
-// it is exactly the record's "object" field, including records whose
-// previous labels look like record fields.
-func TestRecordObject(t *testing.T) {
+// TestRecordRoundTrip checks that every event type and label change
+// survives encodeRecord and parseRecord, including labels that look like
+// record syntax.
+func TestRecordRoundTrip(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{
 		"kind": "Agent", "spec": map[string]interface{}{"s": `a","object":{"x":1}}`, "n": int64(3)},
 	}}
@@ -20,81 +25,205 @@ func TestRecordObject(t *testing.T) {
 		name string
 		ev   event
 	}{
-		{"plain", event{typ: TypeAdded}},
+		{"added", event{typ: TypeAdded}},
+		{"modified", event{typ: TypeModified}},
+		{"status", event{typ: TypeStatus}},
+		{"terminating", event{typ: TypeTerminating}},
+		{"deleted", event{typ: TypeDeleted}},
 		{"labels", event{typ: TypeModified, labelsChanged: true,
-			prevLabels: map[string]string{"object": `{"}`, `a\"b`: "", "c": "\\"}}},
+			prevLabels: map[string]string{"object": `{"}`, `a\"b`: "", "c": "\\", "\x01": "\xff"}}},
 		{"empty labels", event{typ: TypeModified, labelsChanged: true, prevLabels: map[string]string{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := tc.ev
 			ev.time = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 			ev.data = treeData(obj)
-			rec, err := encodeRecord(nil, &ev, ev.time.AppendFormat(nil, time.RFC3339Nano))
+			rec, err := encodeRecord(nil, &ev)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r record
-			if err := json.Unmarshal(rec, &r); err != nil {
-				t.Fatalf("record is not JSON: %v\n%s", err, rec)
+			r, err := parseRecord(rec)
+			if err != nil {
+				t.Fatal(err)
 			}
-			got, ok := recordObjectFast(rec)
-			if !ok {
-				t.Fatalf("fast path refused %s", rec)
+			if r.typ != ev.typ || !r.time.Equal(ev.time) || r.labelsChanged != ev.labelsChanged ||
+				(ev.labelsChanged && !reflect.DeepEqual(r.prevLabels, ev.prevLabels)) {
+				t.Fatalf("parsed %+v, want %+v", r, ev)
 			}
-			if string(got) != string(r.Object) {
-				t.Fatalf("object %s, want %s", got, r.Object)
+			got, err := decodeObject(r.object)
+			if err != nil || !reflect.DeepEqual(got.Object, obj.Object) {
+				t.Fatalf("object %s (%v), want %v", r.object, err, obj.Object)
+			}
+			// Every truncation is an error, never a panic or a shorter object.
+			for i := range len(rec) - len(r.object) + 1 {
+				if r, err := parseRecord(rec[:i]); err == nil {
+					t.Fatalf("truncated to %d bytes: parsed %+v", i, r)
+				}
 			}
 		})
 	}
-	// Any other layout falls back to a real decode.
-	rec := []byte(`{"object":{"a":1},"type":"ADDED","time":"2026-01-02T03:04:05Z"}`)
-	if _, ok := recordObjectFast(rec); ok {
-		t.Fatal("fast path accepted a foreign layout")
+}
+
+// TestParseRecordEarlierFormats reads the JSON records of earlier builds and
+// refuses unknown formats and type codes.
+func TestParseRecordEarlierFormats(t *testing.T) {
+	r, err := parseRecord([]byte(`{"type":"MODIFIED","time":"2026-01-02T03:04:05.000000006Z","labelsChanged":true,` +
+		`"prevLabels":{"a":"b"},"object":{"a":1}}`))
+	if err != nil || r.typ != TypeModified || r.time.Nanosecond() != 6 || !r.labelsChanged ||
+		r.prevLabels["a"] != "b" || string(r.object) != `{"a":1}` {
+		t.Fatalf("JSON record: %+v, %v", r, err)
 	}
-	got, err := recordObject(rec)
-	if err != nil || string(got) != `{"a":1}` {
-		t.Fatalf("recordObject = %s, %v", got, err)
+	for _, rec := range []string{"", "\x02A\x00\x00\x00\x00\x00\x00\x00\x00\x00{}", "\x01Z\x00\x00\x00\x00\x00\x00\x00\x00\x00{}", "{not json"} {
+		if r, err := parseRecord([]byte(rec)); err == nil {
+			t.Errorf("%q: parsed %+v", rec, r)
+		}
 	}
 }
 
-// TestOpenReadsJSONProjections opens a store whose projection holds the
-// object JSON itself, as stores written by earlier builds do.
-func TestOpenReadsJSONProjections(t *testing.T) {
+// FuzzParseRecord: parseRecord never panics, and what it accepts survives
+// a re-encoding unchanged.
+func FuzzParseRecord(f *testing.F) {
+	ev := event{typ: TypeModified, time: time.Unix(1, 2), labelsChanged: true, prevLabels: map[string]string{"k": "v"},
+		data: &objData{raw: []byte(`{"a":1}`)}}
+	rec, err := encodeRecord(nil, &ev)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec)
+	f.Add([]byte(`{"type":"ADDED","time":"2026-01-02T03:04:05Z","object":{}}`))
+	f.Add([]byte{recordBinary, 'D', 0, 0, 0, 0, 0, 0, 0, 0, 0, '{', '}'})
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		r, err := parseRecord(rec)
+		if err != nil {
+			return
+		}
+		again, err := encodeRecord(nil, &event{typ: r.typ, time: r.time, labelsChanged: r.labelsChanged,
+			prevLabels: r.prevLabels, data: &objData{raw: r.object}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := parseRecord(again)
+		if err != nil || r2.typ != r.typ || !r2.time.Equal(r.time) || r2.labelsChanged != r.labelsChanged ||
+			len(r2.prevLabels) != len(r.prevLabels) || string(r2.object) != string(r.object) {
+			t.Fatalf("re-encoded %+v as %+v (%v)", r, r2, err)
+		}
+	})
+}
+
+// TestOpenUpgradesProjectionLayout opens stores of layout 1, which kept a
+// projection key per live object (a history pointer or, from earlier
+// builds still, the object JSON) and JSON history records: Open serves the
+// same objects, drops the projections and records layout 2. A projection
+// its history disagrees with refuses the upgrade and changes nothing.
+func TestOpenUpgradesProjectionLayout(t *testing.T) {
+	ctx := t.Context()
+	obj := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "aicli.dev/v1alpha1", "kind": "Agent",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": name},
+			"spec":     map[string]interface{}{"model": "m"},
+		}}
+	}
+	// layout1 rewrites a store's history as JSON records and adds layout-1
+	// projections: a pointer for a, the object JSON for b; c is deleted.
+	layout1 := func(t *testing.T, dir string, skew uint64) map[string]string {
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rvs := map[string]string{}
+		for _, n := range []string{"a", "b", "c"} {
+			o, err := s.Create(ctx, "agents", obj(n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rvs[n] = o.GetResourceVersion()
+		}
+		if _, err := s.Delete(ctx, "agents", "ns", "c", DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixHistory), UpperBound: prefixEnd([]byte(prefixHistory))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := s.db.NewBatch()
+		for it.First(); it.Valid(); it.Next() {
+			r, err := parseRecord(it.Value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, err := json.Marshal(jsonRecord{Type: r.typ, Time: r.time, Object: r.object})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Set(append([]byte{}, it.Key()...), js, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, name, seq, _ := splitHistoryKey(it.Key()); name == "a" {
+				if err := b.Set(appendObjectKey(nil, "agents", "ns", "a"), binary.BigEndian.AppendUint64(nil, seq+skew), nil); err != nil {
+					t.Fatal(err)
+				}
+			} else if name == "b" {
+				if err := b.Set(appendObjectKey(nil, "agents", "ns", "b"), r.object, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := errors.Join(it.Close(), b.Set(keyVersion, []byte(layoutVersionProjections), nil), b.Commit(pebble.Sync), s.Close()); err != nil {
+			t.Fatal(err)
+		}
+		return rvs
+	}
+
 	dir := t.TempDir()
+	rvs := layout1(t, dir, 0)
 	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "aicli.dev/v1alpha1", "kind": "Agent",
-		"metadata": map[string]interface{}{"namespace": "ns", "name": "a"},
-		"spec":     map[string]interface{}{"model": "m"},
-	}}
-	created, err := s.Create(t.Context(), "agents", in)
+	for _, n := range []string{"a", "b"} {
+		got, err := s.Get(ctx, "agents", "ns", n)
+		if err != nil || got.GetResourceVersion() != rvs[n] {
+			t.Fatalf("get %s after upgrade: %v, %v", n, got, err)
+		}
+	}
+	if _, err := s.Get(ctx, "agents", "ns", "c"); !apierrors.IsNotFound(err) {
+		t.Fatalf("deleted object after upgrade: %v", err)
+	}
+	if h, err := s.History(ctx, "agents", "ns", "c"); err != nil || len(h) != 2 || h[1].Type != TypeDeleted {
+		t.Fatalf("history of c after upgrade: %v, %v", h, err)
+	}
+	if v, _ := s.getRaw(keyVersion); string(v) != layoutVersion {
+		t.Fatalf("layout version after upgrade %q", v)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixObject), UpperBound: prefixEnd([]byte(prefixObject))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	objJSON, err := appendJSON(nil, created.Object)
+	if it.First() {
+		t.Fatalf("projection %q left after upgrade", it.Key())
+	}
+	if err := errors.Join(it.Close(), s.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	dir = t.TempDir()
+	layout1(t, dir, 1)
+	if s, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "agents/ns/a") {
+		if s != nil {
+			_ = s.Close()
+		}
+		t.Fatalf("a projection its history disagrees with: Open = %v", err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Set(appendObjectKey(nil, "agents", "ns", "a"), objJSON, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.Get(t.Context(), "agents", "ns", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.GetUID() != created.GetUID() || got.GetResourceVersion() != created.GetResourceVersion() {
-		t.Fatalf("got %v, want %v", got.Object, created.Object)
+	defer db.Close()
+	if v, closer, err := db.Get(keyVersion); err != nil || string(v) != layoutVersionProjections {
+		t.Fatalf("refused upgrade changed the layout version: %q, %v", v, err)
+	} else {
+		_ = closer.Close()
 	}
 }
 

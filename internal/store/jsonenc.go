@@ -200,23 +200,24 @@ func canonical(v interface{}) (out interface{}, ok bool, err error) {
 // creationTimestamp, generation, resourceVersion and the closing braces.
 const createSuffixMax = 128
 
-// encodeCreate returns a private canonical copy of a new object (without
-// status, which Create drops, and without server-owned metadata) and its
-// JSON, which ends inside metadata, after uid, so that the writer only
-// appends the fields that depend on the commit; the JSON has capacity for
-// them. Canonical input is copied and encoded in one walk; anything else
-// takes a JSON round trip first (see normalize).
+// encodeCreate completes a new object for Create and encodes it: status is
+// dropped and metadata reduced to what a client owns (see isUserMeta) plus
+// name, namespace and generateName, then the JSON is made, ending inside
+// metadata after uid, so that the writer only appends the fields that
+// depend on the commit; the JSON has capacity for them. A canonical object
+// (see canonical) is completed in place and encoded in one walk without
+// copying, and is itself the result; anything else is first normalized
+// into a canonical copy, which becomes the result.
 func (s *Store) encodeCreate(obj *unstructured.Unstructured, uid string) (*unstructured.Unstructured, []byte, error) {
 	bp, _ := s.encBufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	defer s.encBufs.Put(bp)
-	out, b, ok, err := encodeCreateFast(obj.Object, (*bp)[:0])
+	b, ok, err := encodeCreateInPlace(obj.Object, (*bp)[:0])
 	if err == nil && !ok {
-		var n *unstructured.Unstructured
-		if n, err = normalize(obj); err == nil {
-			out, b, ok, err = encodeCreateFast(n.Object, b[:0])
+		if obj, err = normalize(obj); err == nil {
+			b, ok, err = encodeCreateInPlace(obj.Object, b[:0])
 			if err == nil && !ok {
 				err = fmt.Errorf("object is not canonical after a JSON round trip")
 			}
@@ -231,29 +232,26 @@ func (s *Store) encodeCreate(obj *unstructured.Unstructured, uid string) (*unstr
 	*bp = b
 	pre := make([]byte, len(b), len(b)+createSuffixMax)
 	copy(pre, b)
-	return &unstructured.Unstructured{Object: out}, pre, nil
+	return obj, pre, nil
 }
 
-// encodeCreateFast copies and encodes obj as encodeCreate describes; ok is
-// false if obj holds values that are not canonical (see canonical).
-func encodeCreateFast(obj map[string]interface{}, b []byte) (out map[string]interface{}, _ []byte, ok bool, err error) {
+// encodeCreateInPlace encodes obj as encodeCreate describes and, only if
+// every value is canonical (ok), replaces its metadata and drops its status.
+func encodeCreateInPlace(obj map[string]interface{}, b []byte) (_ []byte, ok bool, err error) {
 	inMeta, isMap := obj["metadata"].(map[string]interface{})
 	if !isMap {
-		return nil, b, false, fmt.Errorf("metadata must be an object")
+		return b, false, fmt.Errorf("metadata must be an object")
 	}
-	out = make(map[string]interface{}, len(obj))
 	b = append(b, '{')
-	var c interface{}
 	for f, v := range obj {
 		if f == "metadata" || f == "status" {
 			continue
 		}
 		b = appendJSONString(b, f)
 		b = append(b, ':')
-		if c, b, ok, err = canonicalAppend(v, b); !ok || err != nil {
-			return nil, b, ok, err
+		if b, ok, err = appendCanonicalJSON(b, v); !ok || err != nil {
+			return b, ok, err
 		}
-		out[f] = c
 		b = append(b, ',')
 	}
 	md := make(map[string]interface{}, 8) // room for the server's fields
@@ -272,23 +270,33 @@ func encodeCreateFast(obj map[string]interface{}, b []byte) (out map[string]inte
 		}
 		b = appendJSONString(b, f)
 		b = append(b, ':')
-		if c, b, ok, err = canonicalAppend(v, b); !ok || err != nil {
-			return nil, b, ok, err
+		if b, ok, err = appendCanonicalJSON(b, v); !ok || err != nil {
+			return b, ok, err
 		}
-		md[f] = c
+		md[f] = v
 		b = append(b, ',')
 	}
-	out["metadata"] = md
-	return out, b, true, nil
+	delete(obj, "status")
+	obj["metadata"] = md
+	return b, true, nil
 }
 
-// canonicalAppend is canonical that also appends the value's JSON to b.
-func canonicalAppend(v interface{}, b []byte) (out interface{}, _ []byte, ok bool, err error) {
+// appendCanonicalJSON appends v's JSON to b; ok is false, and b unusable,
+// if v holds a value that is not canonical (see canonical).
+func appendCanonicalJSON(b []byte, v interface{}) (_ []byte, ok bool, err error) {
 	switch x := v.(type) {
 	case string:
-		return v, appendJSONString(b, x), true, nil // v: no new boxing
+		return appendJSONString(b, x), true, nil
+	case nil, bool, int64:
+		b, err = appendJSON(b, x)
+		return b, err == nil, err
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 9.2e18 {
+			return b, false, nil // canonically an int64
+		}
+		b, err = appendJSON(b, x)
+		return b, err == nil, err
 	case map[string]interface{}:
-		m := make(map[string]interface{}, len(x))
 		b = append(b, '{')
 		first := true
 		for k, e := range x {
@@ -298,149 +306,22 @@ func canonicalAppend(v interface{}, b []byte) (out interface{}, _ []byte, ok boo
 			first = false
 			b = appendJSONString(b, k)
 			b = append(b, ':')
-			var c interface{}
-			if c, b, ok, err = canonicalAppend(e, b); !ok || err != nil {
-				return nil, b, ok, err
+			if b, ok, err = appendCanonicalJSON(b, e); !ok || err != nil {
+				return b, ok, err
 			}
-			m[k] = c
 		}
-		return m, append(b, '}'), true, nil
+		return append(b, '}'), true, nil
 	case []interface{}:
-		l := make([]interface{}, len(x))
 		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			var c interface{}
-			if c, b, ok, err = canonicalAppend(e, b); !ok || err != nil {
-				return nil, b, ok, err
-			}
-			l[i] = c
-		}
-		return l, append(b, ']'), true, nil
-	}
-	c, ok, err := canonical(v)
-	if !ok || err != nil {
-		return nil, b, ok, err
-	}
-	b, err = appendJSON(b, c)
-	return c, b, err == nil, err
-}
-
-// encodeRecord appends the record JSON (see record) of ev, object
-// included, to b; timeRFC3339Nano is ev.time formatted. The object comes last, so recordObject can find it without
-// decoding the record.
-func encodeRecord(b []byte, ev *event, timeRFC3339Nano []byte) ([]byte, error) {
-	b = append(b, `{"type":`...)
-	b = appendJSONString(b, ev.typ)
-	b = append(b, `,"time":"`...)
-	b = append(b, timeRFC3339Nano...)
-	b = append(b, '"')
-	if ev.labelsChanged {
-		b = append(b, `,"labelsChanged":true,"prevLabels":{`...)
-		first := true
-		for k, v := range ev.prevLabels {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, v)
-		}
-		b = append(b, '}')
-	}
-	b = append(b, `,"object":`...)
-	if raw := ev.data.raw; raw != nil {
-		b = append(b, raw...)
-	} else if obj := ev.data.tree.Load(); obj != nil {
-		var err error
-		if b, err = appendJSON(b, obj.Object); err != nil {
-			return b, err
-		}
-	} else {
-		return b, fmt.Errorf("event %d has no object", ev.seq)
-	}
-	return append(b, '}'), nil
-}
-
-// recordObject returns the object JSON inside a stored history record.
-func recordObject(rec []byte) ([]byte, error) {
-	if obj, ok := recordObjectFast(rec); ok {
-		return obj, nil
-	}
-	var r record
-	if err := json.Unmarshal(rec, &r); err != nil {
-		return nil, fmt.Errorf("decode history record: %w", err)
-	}
-	return r.Object, nil
-}
-
-// recordObjectFast finds the object in a record laid out by encodeRecord
-// without decoding it; ok is false for any other layout.
-func recordObjectFast(rec []byte) (obj []byte, ok bool) {
-	p, ok := cutPrefix(rec, `{"type":`)
-	if ok {
-		p, ok = skipJSONString(p)
-	}
-	if ok {
-		p, ok = cutPrefix(p, `,"time":`)
-	}
-	if ok {
-		p, ok = skipJSONString(p)
-	}
-	if !ok {
-		return nil, false
-	}
-	if q, labels := cutPrefix(p, `,"labelsChanged":true,"prevLabels":{`); labels {
-		p = q
-		for first := true; ; first = false {
-			if len(p) > 0 && p[0] == '}' {
-				p = p[1:]
-				break
-			}
-			if !first {
-				if p, ok = cutPrefix(p, ","); !ok {
-					return nil, false
-				}
-			}
-			if p, ok = skipJSONString(p); ok {
-				p, ok = cutPrefix(p, ":")
-			}
-			if ok {
-				p, ok = skipJSONString(p)
-			}
-			if !ok {
-				return nil, false
+			if b, ok, err = appendCanonicalJSON(b, e); !ok || err != nil {
+				return b, ok, err
 			}
 		}
+		return append(b, ']'), true, nil
 	}
-	if p, ok = cutPrefix(p, `,"object":`); !ok || len(p) < 3 || p[0] != '{' || p[len(p)-1] != '}' {
-		return nil, false
-	}
-	return p[:len(p)-1], true
-}
-
-func cutPrefix(b []byte, prefix string) ([]byte, bool) {
-	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
-		return b, false
-	}
-	return b[len(prefix):], true
-}
-
-// skipJSONString skips the JSON string at the start of b.
-func skipJSONString(b []byte) ([]byte, bool) {
-	if len(b) == 0 || b[0] != '"' {
-		return b, false
-	}
-	for i := 1; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return b[i+1:], true
-		}
-	}
-	return b, false
+	return b, false, nil
 }

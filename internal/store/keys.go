@@ -20,7 +20,12 @@ var (
 )
 
 // layoutVersion is written to m/version; Open refuses an unknown layout.
-const layoutVersion = "1"
+// Layout 1 (layoutVersionProjections) also kept a projection key per live
+// object; Open upgrades such a store in place.
+const (
+	layoutVersion            = "2"
+	layoutVersionProjections = "1"
+)
 
 func eventKey(seq uint64) []byte {
 	k := make([]byte, len(prefixEvent)+8)

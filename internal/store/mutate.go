@@ -32,14 +32,14 @@ func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 		return apierrors.NewAlreadyExists(gr(m.resource), m.name)
 	}
 	seq := s.nextSeq(g)
-	st := g.stamp()
+	created := g.createdStamp()
 	raw := append(m.pre, `,"creationTimestamp":"`...)
-	raw = append(raw, st.sec...)
+	raw = append(raw, created...)
 	raw = append(raw, `","generation":1,"resourceVersion":"`...)
 	raw = strconv.AppendUint(raw, seq, 10)
 	raw = append(raw, `"}}`...)
 	m.pre = nil
-	m.outSeq, m.outCreated = seq, st.sec
+	m.outSeq, m.outCreated = seq, created
 	return s.emit(g, b, k, sl, seq, TypeAdded, g.now, raw, nil, m.labels, nil, false)
 }
 

@@ -68,9 +68,18 @@ func prepare(resource string, obj *unstructured.Unstructured) (*unstructured.Uns
 	return n, nil
 }
 
+func init() {
+	// Every Create draws a uid; the pooled source reads the OS's randomness
+	// 16 uids at a time instead of making a getrandom call per write.
+	uuid.EnableRandPool()
+}
+
 // Create stores a new object. namespace and name are required; status is
 // dropped (it is written only through UpdateStatus). The store sets uid,
-// creationTimestamp, generation=1 and resourceVersion.
+// creationTimestamp, generation=1 and resourceVersion. Create takes obj:
+// it completes it in place and returns it (a copy instead when obj is not
+// in canonical JSON form, see the package doc); obj is reduced to its
+// client-owned fields even when Create fails.
 func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obj == nil {
 		return nil, badRequest("object is required")
@@ -78,10 +87,10 @@ func (s *Store) Create(ctx context.Context, resource string, obj *unstructured.U
 	if err := checkAddress(resource, obj.GetNamespace(), obj.GetName()); err != nil {
 		return nil, err
 	}
-	// n is a private canonical copy of obj (without status and server-owned
-	// metadata) and becomes the result. The store keeps only the JSON
-	// encoded with it here (the writer appends what depends on the commit),
-	// so the object is neither copied again nor encoded by the writer.
+	// n is the result: obj completed in place, or its canonical copy. The
+	// store keeps only the JSON encoded here (the writer appends what
+	// depends on the commit), so the object is neither copied nor encoded
+	// by the writer.
 	uid := uuid.NewString()
 	n, pre, err := s.encodeCreate(obj, uid)
 	if err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -60,8 +59,8 @@ type writerState struct {
 	seq         uint64
 	compactFrom uint64
 	groups      uint64 // groups formed so far (group.idx)
-	// recBuf, keyBuf and okBuf are reused encode buffers.
-	recBuf, keyBuf, okBuf []byte
+	// recBuf and keyBuf are reused encode buffers.
+	recBuf, keyBuf []byte
 }
 
 type change struct {
@@ -97,27 +96,20 @@ type group struct {
 	startSeq uint64
 	lastSeq  uint64
 	// now is the group's commit time (one Clock reading: the group is one
-	// atomic batch); stamps holds its formatted forms once needed.
-	now    time.Time
-	stamps *groupStamps
+	// atomic batch); created is its RFC 3339 form once needed.
+	now     time.Time
+	created string
 	// startCompactFrom is the writer's floor before the group.
 	startCompactFrom uint64
 	compactFrom      uint64 // raised floor, 0 if unchanged
 }
 
-// groupStamps are a group's commit time as written into objects and
-// records.
-type groupStamps struct {
-	sec  string // RFC 3339 (creationTimestamp)
-	nano []byte // RFC 3339 with nanoseconds (history record time)
-}
-
-// stamp returns the group's formatted commit time.
-func (g *group) stamp() *groupStamps {
-	if g.stamps == nil {
-		g.stamps = &groupStamps{sec: g.now.Format(time.RFC3339), nano: g.now.AppendFormat(nil, time.RFC3339Nano)}
+// createdStamp returns the group's commit time as a creationTimestamp.
+func (g *group) createdStamp() string {
+	if g.created == "" {
+		g.created = g.now.Format(time.RFC3339)
 	}
-	return g.stamps
+	return g.created
 }
 
 // submit hands m to the writer and waits for its acknowledgement. A write
@@ -406,7 +398,7 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 	}
 	// The object is encoded once, straight into the history record. Batch.Set
 	// copies keys and values, so all buffers are reused across events.
-	rec, err := encodeRecord(s.w.recBuf[:0], ev, g.stamp().nano)
+	rec, err := encodeRecord(s.w.recBuf[:0], ev)
 	s.w.recBuf = rec
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
@@ -417,21 +409,9 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 	ek, hk := s.w.keyBuf[:ekLen:ekLen], s.w.keyBuf[ekLen:]
 	// The watch log entry points at the history entry, which holds the
 	// record; history is never trimmed, so the pointer stays valid. The
-	// projection points at the object's latest history entry too: the object
-	// is written once per event.
-	err = errors.Join(
-		b.Set(ek, hk, nil),
-		b.Set(hk, rec, nil),
-	)
-	s.w.okBuf = appendObjectKey(s.w.okBuf[:0], k.resource, k.ns, k.name)
-	if remove {
-		err = errors.Join(err, b.Delete(s.w.okBuf, nil))
-	} else {
-		var ptr [8]byte
-		binary.BigEndian.PutUint64(ptr[:], seq)
-		err = errors.Join(err, b.Set(s.w.okBuf, ptr[:], nil))
-	}
-	if err != nil {
+	// object's latest history entry is its current state (Open reads it), so
+	// there is no separate projection key.
+	if err := errors.Join(b.Set(ek, hk, nil), b.Set(hk, rec, nil)); err != nil {
 		return fmt.Errorf("store: build batch: %w", err)
 	}
 	a := nsName{k.ns, k.name}
