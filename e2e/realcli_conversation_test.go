@@ -35,6 +35,9 @@ var convCLIs = []convCLI{
 	{harness: "claude", model: "claude-sonnet-4-5-20250929", spendHarness: "claude"},
 	{harness: "codex", model: "gpt-5-codex", spendHarness: "codex"},
 	{harness: "gemini", model: "gemini-2.5-pro"},
+	// OpenCode talks to the provider through its bundled Anthropic SDK (the adapter seeds an "aicli" provider
+	// with npm "@ai-sdk/anthropic"); the model is passed as aicli/<model>. No spend parser reads opencode.db yet.
+	{harness: "opencode", model: "claude-sonnet-4-5-20250929"},
 }
 
 var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {

@@ -257,7 +257,7 @@ func BenchmarkWatchFanout100(b *testing.B) {
 // open100kDir builds (once, cached across runs under the temp dir) a store
 // holding 100,000 events: 10,000 objects, each created and updated 9 times.
 func open100kDir(b *testing.B) string {
-	dir := filepath.Join(os.TempDir(), "aicli-store-bench-open100k-v2")
+	dir := filepath.Join(os.TempDir(), "aicli-store-bench-open100k-v3")
 	marker := filepath.Join(dir, "COMPLETE")
 	if _, err := os.Stat(marker); err == nil {
 		return dir
