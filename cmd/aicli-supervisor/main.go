@@ -59,6 +59,8 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&cfg.ArtifactDir, "artifact-dir", "", "directory holding aicli-guest and the other binaries guest images copy (default: this executable's directory)")
 	f.StringVar(&cfg.PricingURL, "pricing-url", "", "models-list endpoint for spend pricing (default: OpenRouter's)")
 	f.BoolVar(&cfg.OfflinePricing, "offline-pricing", false, "never fetch prices live: use the cached or bundled table")
+	f.BoolVar(&cfg.MirrorCLIOutput, "mirror-cli-output", false,
+		"also copy each CLI's raw output into its container's log (docker logs); costs the engine CPU on fast output")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(newTokenCommand(), newSecretCommand())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/ptyhost"
+	"aicli.dev/aicli/guest/sidechannel"
 )
 
 // Environment variables the guest reads (besides the side-channel bootstrap).
@@ -19,6 +20,9 @@ const (
 	EnvGID       = "AICLI_CLI_GID"    // CLI group id (default = uid)
 	EnvStopGrace = "AICLI_STOP_GRACE" // SIGTERM→SIGKILL grace for the CLI (default 3s)
 	EnvLinger    = "AICLI_EXIT_LINGER"
+	// EnvMirrorOutput ("1" or "0", default "0") says whether a supervised guest also copies the CLI's raw output
+	// to its stdout (see sidechannel.EnvMirrorOutput).
+	EnvMirrorOutput = sidechannel.EnvMirrorOutput
 )
 
 // Config is the guest daemon's configuration.
@@ -33,6 +37,8 @@ type Config struct {
 	// ExitLinger is how long a supervised guest keeps serving after the CLI
 	// exits, so the supervisor can read the final status and screen.
 	ExitLinger time.Duration
+	// MirrorSupervised copies the CLI's output to stdout in supervised mode too.
+	MirrorSupervised bool
 }
 
 // ConfigFromEnv reads the configuration from the environment.
@@ -53,6 +59,13 @@ func ConfigFromEnv() (Config, error) {
 	}
 	if c.ExitLinger, err = durationEnv(EnvLinger, 3*time.Second); err != nil {
 		return c, err
+	}
+	switch v := os.Getenv(EnvMirrorOutput); v {
+	case "", "0":
+	case "1":
+		c.MirrorSupervised = true
+	default:
+		return c, fmt.Errorf("%s=%q: want 1 or 0", EnvMirrorOutput, v)
 	}
 	if os.Geteuid() == 0 {
 		uid, err := uintEnv(EnvUID, 1000)

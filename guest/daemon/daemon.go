@@ -31,16 +31,20 @@ type Daemon struct {
 	Stdout *os.File
 }
 
-func (d *Daemon) newHost(passthrough bool) (*ptyhost.Host, error) {
+// newHost makes the PTY host; mirror sends the CLI's output to d.Stdout too.
+func (d *Daemon) newHost(passthrough, mirror bool) (*ptyhost.Host, error) {
 	reg, err := builtin.Registry(builtin.Options{Fake: fake.Options{Binary: d.Config.FakeCLI}})
 	if err != nil {
 		return nil, fmt.Errorf("harness registry: %w", err)
 	}
-	h, err := ptyhost.New(ptyhost.Options{
+	opts := ptyhost.Options{
 		Registry: reg, DefaultHarness: d.Config.Harness, Home: d.Config.Home, WorkDir: d.Config.WorkDir, RunAs: d.Config.RunAs,
-		Mirror: d.Stdout, PassthroughQueries: passthrough, StopGrace: d.Config.StopGrace,
-		Waiter: d.Waiter, Logger: d.Log,
-	})
+		PassthroughQueries: passthrough, StopGrace: d.Config.StopGrace, Waiter: d.Waiter, Logger: d.Log,
+	}
+	if mirror {
+		opts.Mirror = d.Stdout
+	}
+	h, err := ptyhost.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("pty host: %w", err)
 	}
@@ -54,7 +58,7 @@ func (d *Daemon) RunTransparent(ctx context.Context) int {
 	inTTY := term.IsTerminal(int(d.Stdin.Fd()))
 	outTTY := term.IsTerminal(int(d.Stdout.Fd()))
 	// A real terminal on our stdout answers the CLI's queries itself.
-	h, err := d.newHost(inTTY && outTTY)
+	h, err := d.newHost(inTTY && outTTY, true)
 	if err != nil {
 		d.Log.Error("transparent mode", "err", err)
 		return 1
@@ -110,7 +114,7 @@ func (d *Daemon) RunTransparent(ctx context.Context) int {
 // exited by itself (0 when the supervisor stopped it), after ExitLinger; 0
 // when ctx ends; and 1 when the supervisor refuses the guest.
 func (d *Daemon) RunSupervised(ctx context.Context, boot sidechannel.Bootstrap) int {
-	h, err := d.newHost(false)
+	h, err := d.newHost(false, d.Config.MirrorSupervised)
 	if err != nil {
 		d.Log.Error("supervised mode", "err", err)
 		return 1

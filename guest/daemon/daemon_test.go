@@ -210,7 +210,9 @@ type supervised struct {
 
 // startSupervised prepares a conversation on a real gateway, runs the guest
 // binary with the bootstrap environment and waits for its handshake.
-func startSupervised(ctx context.Context, t *testing.T, conv string) *supervised {
+// startSupervised runs the guest binary in supervised mode against a real
+// gateway; env adds to the guest's environment.
+func startSupervised(ctx context.Context, t *testing.T, conv string, env ...string) *supervised {
 	t.Helper()
 	dataDir, err := os.MkdirTemp("", "gw-")
 	if err != nil {
@@ -236,7 +238,7 @@ func startSupervised(ctx context.Context, t *testing.T, conv string) *supervised
 	}
 	s := &supervised{launch: launch, stdout: &syncBuf{}, logs: &syncBuf{}, exited: make(chan error, 1)}
 	s.cmd = exec.Command(guestBin)
-	s.cmd.Env = guestEnv(d, append(extra, daemon.EnvLinger+"=500ms")...)
+	s.cmd.Env = guestEnv(d, append(append(extra, daemon.EnvLinger+"=500ms"), env...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -278,7 +280,7 @@ func (s *supervised) waitExit(t *testing.T) int {
 func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	sv := startSupervised(ctx, t, "conv-guest-test")
+	sv := startSupervised(ctx, t, "conv-guest-test", daemon.EnvMirrorOutput+"=1")
 	c, launch, cmd, stdout, logs := sv.client, sv.launch, sv.cmd, sv.stdout, sv.logs
 	st, err := c.Status(ctx)
 	if err != nil {
@@ -324,7 +326,7 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 	if !errors.Is(ferr, errSeen) || len(got) != 2 || got[0].Text != "through the side channel" {
 		t.Fatalf("transcript over the side channel: %v %+v", ferr, got)
 	}
-	// The container log (stdout) carries the CLI's verbatim output.
+	// Asked to, the container log (stdout) carries the CLI's verbatim output.
 	waitFor(t, "reply in the container log", func() bool {
 		return strings.Contains(stdout.String(), "fake[turn 1]: through the side channel")
 	})
@@ -384,6 +386,11 @@ func TestSupervisorStopEndsTheGuestWithZero(t *testing.T) {
 	}
 	if code := sv.waitExit(t); code != 0 {
 		t.Fatalf("guest exit %d after a requested stop, want 0", code)
+	}
+	// Unless asked to, a supervised guest keeps the CLI's output out of the
+	// container log (the supervisor has the stream).
+	if out := sv.stdout.String(); strings.Contains(out, "for shortcuts") {
+		t.Fatalf("CLI output in the container log without %s=1: %q", daemon.EnvMirrorOutput, out)
 	}
 }
 

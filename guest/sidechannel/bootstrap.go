@@ -20,6 +20,10 @@ const (
 	EnvConversationID = "AICLI_CONVERSATION_ID"
 	// EnvLaunchToken is the single-use launch token; BootstrapFromEnv removes it from the environment.
 	EnvLaunchToken = "AICLI_LAUNCH_TOKEN"
+	// EnvMirrorOutput is optional: "1" makes the supervised guest also copy the CLI's raw output to its stdout,
+	// the container's log. Off by default: the supervisor has the stream, and the engine's log capture of a
+	// fast-scrolling CLI costs about a CPU core. (The transparent proxy, without a supervisor, always does.)
+	EnvMirrorOutput = "AICLI_MIRROR_OUTPUT"
 )
 
 // Bootstrap is what a guest needs to dial its supervisor.

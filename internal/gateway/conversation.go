@@ -124,7 +124,7 @@ func (g *Gateway) Prepare(ctx context.Context, conversationID string) (*Launch, 
 			g.log.Warn("dropping an expired launch token failed", "conversation", conversationID, "err", err)
 		}
 	}
-	return &Launch{
+	l := &Launch{
 		ConversationID: conversationID,
 		HostDir:        conv.dir,
 		HostSocket:     conv.sock,
@@ -136,7 +136,11 @@ func (g *Gateway) Prepare(ctx context.Context, conversationID string) (*Launch, 
 			sidechannel.EnvLaunchToken:    token,
 		},
 		TokenExpiresAt: expires,
-	}, nil
+	}
+	if g.opts.MirrorOutput {
+		l.Env[sidechannel.EnvMirrorOutput] = "1"
+	}
+	return l, nil
 }
 
 // listen returns the conversation's state, creating its directory and listener when needed.

@@ -54,6 +54,9 @@ type Options struct {
 	// Every stream can buffer up to yamux's 256 KiB window, so a guest that opens more — the real guest caps its
 	// egress clients at 256 — is disconnected: the bound on what it can make the supervisor buffer.
 	MaxGuestStreams int
+	// MirrorOutput asks every guest to also copy its CLI's raw output to the container's log
+	// (sidechannel.EnvMirrorOutput).
+	MirrorOutput bool
 }
 
 // DefaultMaxGuestStreams is the default of Options.MaxGuestStreams.

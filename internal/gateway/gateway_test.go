@@ -546,6 +546,21 @@ func TestPrepareValidatesID(t *testing.T) {
 	}
 }
 
+// TestPrepareMirrorOutput: the launch asks the guest to mirror its CLI's
+// output into the container log only when the gateway is told to.
+func TestPrepareMirrorOutput(t *testing.T) {
+	for _, mirror := range []bool{false, true} {
+		e := newEnv(t, func(o *gateway.Options) { o.MirrorOutput = mirror })
+		l, err := e.g.Prepare(context.Background(), "conv-mirror")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := l.Env[sidechannel.EnvMirrorOutput]; ok != mirror || (mirror && v != "1") {
+			t.Errorf("MirrorOutput=%v: launch env %s=%q (set %v)", mirror, sidechannel.EnvMirrorOutput, v, ok)
+		}
+	}
+}
+
 func TestKeyPersistsAndIsPrivate(t *testing.T) {
 	e := newEnv(t)
 	fp := e.g.Fingerprint()

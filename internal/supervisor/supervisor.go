@@ -60,6 +60,8 @@ type Config struct {
 	// ReapInterval is the orphan-container sweep period (default 1m).
 	ReapInterval time.Duration
 	// PricingURL overrides the models-list endpoint of spend pricing;
+	// MirrorCLIOutput makes every conversation's container log carry its CLI's raw output too.
+	MirrorCLIOutput bool
 	// OfflinePricing forbids live pricing fetches (cached or bundled table).
 	PricingURL     string
 	OfflinePricing bool
@@ -143,7 +145,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer egressSrv.Close()
-	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: egressSrv})
+	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: egressSrv,
+		MirrorOutput: cfg.MirrorCLIOutput})
 	if err != nil {
 		return err
 	}
