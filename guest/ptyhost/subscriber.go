@@ -175,6 +175,18 @@ func (s *subscriber) Read(p []byte) (int, error) {
 	}
 }
 
+// ReadAvailable copies queued output into p without waiting and returns how
+// much it copied (0 when nothing is queued).
+func (s *subscriber) ReadAvailable(p []byte) int {
+	s.mu.Lock()
+	n := s.ring.read(p)
+	s.mu.Unlock()
+	if n > 0 {
+		signal(s.drained)
+	}
+	return n
+}
+
 // Close implements io.Closer; it detaches the subscriber.
 func (s *subscriber) Close() error {
 	s.host.mu.Lock()

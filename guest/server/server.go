@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"aicli.dev/aicli/guest/ptyapi"
 )
@@ -227,7 +228,23 @@ func (s *srv) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// stream copies the raw PTY bytes to the response, flushing every chunk.
+// Output coalescing of the raw stream: a chunk read within burstGap of the
+// previous write continues a burst, and the stream then lets output gather
+// for burstWait before writing, so a fast-scrolling CLI costs few large
+// frames instead of one per PTY read. The first chunk after a quiet moment
+// (an echo, a spinner frame) is written at once.
+const (
+	burstGap  = 2 * time.Millisecond
+	burstWait = 2 * time.Millisecond
+)
+
+// availableReader is a stream that can hand over queued bytes without
+// waiting (ptyhost's subscriber).
+type availableReader interface {
+	ReadAvailable(p []byte) int
+}
+
+// stream copies the raw PTY bytes to the response, flushing every write.
 func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 	rc, err := s.p.Subscribe(r.Context())
 	if err != nil {
@@ -243,9 +260,15 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 	if err := rctl.Flush(); err != nil {
 		return
 	}
-	buf := make([]byte, 32<<10)
+	avail, _ := rc.(availableReader)
+	buf := make([]byte, 128<<10)
+	var lastWrite time.Time
 	for {
 		n, rerr := rc.Read(buf)
+		if n > 0 && rerr == nil && avail != nil && n < len(buf) && time.Since(lastWrite) < burstGap {
+			time.Sleep(burstWait)
+			n += avail.ReadAvailable(buf[n:])
+		}
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
 				return
@@ -253,6 +276,7 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 			if err := rctl.Flush(); err != nil {
 				return
 			}
+			lastWrite = time.Now()
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {

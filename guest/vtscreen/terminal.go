@@ -1,6 +1,7 @@
 package vtscreen
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 
@@ -60,6 +61,11 @@ type Terminal struct {
 	utf     [utf8.UTFMax]byte // an incomplete UTF-8 sequence held over from the last Write
 	nutf    int
 	out     []byte // reply scratch
+
+	// exhaustive turns skipScrolledOut off (tests compare both paths);
+	// skipped counts the bytes it dropped.
+	exhaustive bool
+	skipped    int
 }
 
 // New returns a cols×rows terminal; reply receives the answers to terminal
@@ -192,11 +198,90 @@ func (t *Terminal) Render() ptyapi.Screen {
 	return ptyapi.Screen{Cols: t.cols, Rows: t.rows, Lines: lines, CursorX: t.x, CursorY: t.y}
 }
 
+// plainPrefix is the length of p's leading run of printable ASCII, CR and
+// LF. It tests eight bytes at a time and looks at single bytes only in words
+// holding a control or non-ASCII byte.
+func plainPrefix(p []byte) int {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		x := binary.LittleEndian.Uint64(p[i:])
+		below := (x - ones*0x20) &^ x & high         // a byte < 0x20
+		above := ((x + ones*(0x7f-0x7e)) | x) & high // a byte > 0x7e
+		if below|above == 0 {
+			continue
+		}
+		for j := i; j < i+8; j++ {
+			if !plainByte(p[j]) {
+				return j
+			}
+		}
+	}
+	for ; i < len(p); i++ {
+		if !plainByte(p[i]) {
+			return i
+		}
+	}
+	return i
+}
+
+func plainByte(b byte) bool { return b >= 0x20 && b < 0x7f || b == '\r' || b == '\n' }
+
+// skipMin is the shortest stretch of output skipScrolledOut bothers to skip.
+const skipMin = 4 << 10
+
+// skipScrolledOut returns what of p has to be emulated for the same screen:
+// a fast-scrolling burst is mostly lines that scroll off the top before
+// anyone can see them (there is no scrollback). When p starts, in the ground
+// state with the scrolling region the whole screen, with plain text (printable
+// ASCII, CR, LF) and that plain stretch holds more than 2×rows further line
+// feeds after some CRLF, everything up to that CRLF is dropped and a CR takes
+// its place: from any cursor row, rows line feeds reach the bottom and rows
+// more scroll every earlier row off, so the screen, the cursor and the wrap
+// state end up as if every byte had been drawn. Lines start at column 0
+// either way and plain text changes no other state; the last printed
+// character (for REP) is carried over.
+func (t *Terminal) skipScrolledOut(p []byte) []byte {
+	// (see plainPrefix for what counts as plain)
+	if len(p) < skipMin || t.state != stGround || t.nutf > 0 || t.top != 0 || t.bot != t.rows-1 || t.insert {
+		return p
+	}
+	plain := plainPrefix(p)
+	if plain < skipMin {
+		return p
+	}
+	feeds, cut := 0, 0
+	for i := plain - 1; i > 0; i-- {
+		if p[i] != '\n' {
+			continue
+		}
+		if feeds++; feeds > 2*t.rows && p[i-1] == '\r' {
+			cut = i + 1
+			break
+		}
+	}
+	if cut < skipMin {
+		return p
+	}
+	for i := cut - 1; i >= 0; i-- {
+		if p[i] >= 0x20 && p[i] < 0x7f {
+			t.last = rune(p[i])
+			break
+		}
+	}
+	t.control('\r')
+	t.skipped += cut
+	return p[cut:]
+}
+
 // Write feeds terminal output. It never fails; malformed input is skipped.
 func (t *Terminal) Write(p []byte) (int, error) {
 	n := len(p)
 	if t.nutf > 0 {
 		p = t.completeRune(p)
+	}
+	if !t.exhaustive {
+		p = t.skipScrolledOut(p)
 	}
 	for i := 0; i < len(p); {
 		switch t.state {

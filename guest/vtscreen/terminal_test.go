@@ -207,3 +207,104 @@ func FuzzWrite(f *testing.F) {
 		}
 	})
 }
+
+// sameState fails unless a and b show the same screen and would react the
+// same to further output.
+func sameState(t *testing.T, a, b *Terminal) {
+	t.Helper()
+	sa, sb := a.Render(), b.Render()
+	if fmt.Sprint(sa) != fmt.Sprint(sb) {
+		t.Fatalf("screens differ:\nskipping   %q cursor %d,%d\nexhaustive %q cursor %d,%d",
+			sa.Lines, sa.CursorX, sa.CursorY, sb.Lines, sb.CursorX, sb.CursorY)
+	}
+	if a.wrapNext != b.wrapNext || a.last != b.last || a.state != b.state || a.x != b.x || a.y != b.y {
+		t.Fatalf("state differs: wrapNext %v/%v last %q/%q state %v/%v cursor %d,%d/%d,%d",
+			a.wrapNext, b.wrapNext, a.last, b.last, a.state, b.state, a.x, a.y, b.x, b.y)
+	}
+}
+
+// burst makes n bytes of plain scrolling output from seed: CRLF lines of
+// varied length (some longer than the screen is wide), a bare LF or CR now
+// and then.
+func burst(seed uint64, n int) []byte {
+	var b bytes.Buffer
+	x := seed | 1
+	next := func(m uint64) uint64 { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x % m }
+	for b.Len() < n {
+		for range next(140) {
+			b.WriteByte(byte(0x20 + next(0x5f)))
+		}
+		switch next(20) {
+		case 0:
+			b.WriteByte('\n')
+		case 1:
+			b.WriteByte('\r')
+		default:
+			b.WriteString("\r\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// TestSkipScrolledOutMatchesExhaustive drives a skipping and an exhaustive
+// terminal through the same states and bursts: every screen, cursor and
+// pending state must agree, including when the burst is not plain, a
+// scrolling region or insert mode is set, or a sequence is split across
+// writes.
+func TestSkipScrolledOutMatchesExhaustive(t *testing.T) {
+	preludes := []string{
+		"", "hello", "\x1b[5;7Hx", "abcdefghijklmnopqrstuvwxyz0123456789", "\x1b[?7l", "\x1b[3;10r", "\x1b[4h",
+		"\x1b[?1049h\x1b[10;3H", "\x1b[1;31m", "\x1b[", "\x1b]0;title", "\xe4\xb8", "\x1b[3;10r\x1b[r",
+	}
+	tails := []string{"", "\x1b[bX", "\x1b[2J", "界\r\nend", "\x1b[H\x1b[K"}
+	skipped := 0
+	defer func() {
+		if skipped == 0 {
+			t.Error("no burst was skipped: the comparison compared nothing")
+		}
+	}()
+	for pi, pre := range preludes {
+		for seed := uint64(1); seed <= 6; seed++ {
+			for _, size := range []int{skipMin - 1, skipMin + 100, 3 * skipMin, 64 << 10} {
+				for ti, tail := range tails {
+					name := fmt.Sprintf("prelude%d/seed%d/size%d/tail%d", pi, seed, size, ti)
+					data := burst(seed, size)
+					if seed == 6 {
+						data[len(data)/2] = 0x1b // not plain past the middle
+					}
+					fast, slow := New(40, 12, nil), New(40, 12, nil)
+					slow.exhaustive = true
+					for _, term := range []*Terminal{fast, slow} {
+						_, _ = term.Write([]byte(pre))
+						_, _ = term.Write(data)
+						_, _ = term.Write([]byte(tail))
+					}
+					skipped += fast.skipped
+					t.Run(name, func(t *testing.T) { sameState(t, fast, slow) })
+				}
+			}
+		}
+	}
+}
+
+// FuzzSkipScrolledOut: whatever came before, a burst built from the input
+// leaves the skipping and the exhaustive terminal in the same state.
+func FuzzSkipScrolledOut(f *testing.F) {
+	f.Add([]byte("\x1b[5;7Hx"), []byte("line\r\n"), uint8(12))
+	f.Add([]byte("\x1b[?7l"), []byte("a long line that wraps around the screen\r\n\n\r"), uint8(3))
+	f.Add([]byte("\x1b[2;4r"), []byte("x\r\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, prelude, unit []byte, rows uint8) {
+		if len(unit) == 0 {
+			return
+		}
+		r := int(rows%20) + 1
+		data := bytes.Repeat(unit, skipMin/len(unit)+2*r+1)
+		fast, slow := New(30, r, nil), New(30, r, nil)
+		slow.exhaustive = true
+		for _, term := range []*Terminal{fast, slow} {
+			_, _ = term.Write(prelude)
+			_, _ = term.Write(data)
+		}
+		sameState(t, fast, slow)
+	})
+}
