@@ -24,7 +24,7 @@ const (
 
 // Defaults for Options.
 const (
-	DefaultMaxConns      = 256
+	DefaultMaxConns      = 192
 	DefaultOpenTimeout   = 30 * time.Second
 	DefaultHeaderTimeout = 10 * time.Second
 	// maxRequestHeader bounds the proxy request line and headers a client may send before the tunnel starts.
@@ -44,7 +44,8 @@ type Options struct {
 	ProviderAddr string
 	// ProxyAddr is the forward proxy's listen address (default DefaultProxyAddr).
 	ProxyAddr string
-	// MaxConns bounds concurrent client connections over both listeners (default 256); more are closed at once.
+	// MaxConns bounds concurrent client connections over both listeners (default 192, below the gateway's
+	// 256 streams per guest); more are closed at once.
 	MaxConns int
 	// OpenTimeout bounds opening a stream and reading the supervisor's reply (default 30s).
 	OpenTimeout time.Duration

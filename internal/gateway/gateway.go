@@ -50,9 +50,9 @@ type Options struct {
 	// GuestStreams receives the streams a guest opens towards the supervisor (egress). When nil, such streams are
 	// accepted and closed at once, so a guest never waits on them.
 	GuestStreams GuestStreamHandler
-	// MaxGuestStreams bounds the streams one guest connection may hold open, in both directions (default 1024).
-	// Every stream can buffer up to yamux's 256 KiB window, so a guest that opens more — the real guest caps its
-	// egress clients at 256 — is disconnected: the bound on what it can make the supervisor buffer.
+	// MaxGuestStreams bounds the streams one guest connection may hold open, in both directions (default 256).
+	// Every stream can buffer up to wire.MaxStreamWindow (1 MiB), so a guest that opens more — the real guest caps
+	// its egress clients at 192 — is disconnected: the bound on what it can make the supervisor buffer (256 MiB).
 	MaxGuestStreams int
 	// MirrorOutput asks every guest to also copy its CLI's raw output to the container's log
 	// (sidechannel.EnvMirrorOutput).
@@ -60,7 +60,7 @@ type Options struct {
 }
 
 // DefaultMaxGuestStreams is the default of Options.MaxGuestStreams.
-const DefaultMaxGuestStreams = 1024
+const DefaultMaxGuestStreams = 256
 
 // GuestStreamHandler serves streams opened by a guest. ServeGuestStream runs on its own goroutine per stream and
 // owns stream (it must close it); it should return promptly once the conversation's connection ends (the stream
