@@ -12,12 +12,13 @@ import (
 	"aicli.dev/aicli/internal/egress"
 )
 
-// TestStreamFloodIsBounded: a guest opens 1000 egress streams at once to an allowed target that holds every
+// TestStreamFloodIsBounded: a guest opens 240 egress streams at once (below the gateway's per-guest stream bound,
+// past which it would be disconnected instead) to an allowed target that holds every
 // connection open. Exactly MaxStreamsPerConversation are admitted (and dialed); the rest are refused at once with
 // too_many_streams (reported once), the supervisor's goroutines stay bounded, and once the admitted streams end
 // the conversation can open new ones.
 func TestStreamFloodIsBounded(t *testing.T) {
-	const limit, total = 16, 1000
+	const limit, total = 16, 240
 	target, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
