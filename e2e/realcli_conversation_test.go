@@ -19,6 +19,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/internal/fakeprovider"
 	"aicli.dev/aicli/internal/transcript"
@@ -65,8 +66,9 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 				"spec":{"harness":%q,"model":%q,"provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
 				agent, cli.harness, cli.model, provider.URL()))
 			conv := sup.start(ctx, agent)
-			// A cold start builds the Debian base and the CLI's image from npm.
-			sup.waitState(ctx, conv, "Active", "IDLE", 15*time.Minute)
+			// A cold start builds the Debian base and the CLI's image from npm; the clock starts when the
+			// container is created.
+			first := startToIdle(ctx, sup, conv, cli, "", "fresh home", 15*time.Minute)
 
 			start := time.Now()
 			Expect(sup.send(ctx, conv, "remember the word PAPAYA")).To(Succeed())
@@ -82,7 +84,7 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 			sup.setDesired(ctx, conv, "Paused")
 			sup.waitState(ctx, conv, "Paused", "", 2*time.Minute)
 			sup.setDesired(ctx, conv, "Active")
-			sup.waitState(ctx, conv, "Active", "IDLE", 3*time.Minute)
+			startToIdle(ctx, sup, conv, cli, first, "native resume", 3*time.Minute)
 			Expect(sup.send(ctx, conv, "what was the word")).To(Succeed())
 			sup.waitReply(ctx, conv, "echo: what was the word")
 			Eventually(func() bool {
@@ -93,6 +95,11 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 				}
 				return false
 			}).WithTimeout(30*time.Second).Should(BeTrue(), "the resumed CLI sends the earlier turn to the provider")
+
+			// What the CLI tried to reach besides its provider (refused by the default-deny egress): logged, not
+			// asserted — the CLIs' own background calls are theirs to make.
+			denials, _, _ := unstructured.NestedSlice(sup.conversation(ctx, conv).Object, "status", "egressDenials")
+			GinkgoWriter.Printf("%s: egress denials %v\n", cli.harness, denials)
 
 			sup.setDesired(ctx, conv, "Archived")
 			sup.waitState(ctx, conv, "Archived", "", 2*time.Minute)
@@ -161,6 +168,61 @@ func expectSpend(ctx SpecContext, sup *supervisorProc, provider *fakeprovider.Se
 		g.Expect(output).To(Equal(int64(7*calls)), "spend output tokens vs %d provider calls of 7: %s", calls, body)
 		g.Expect(cacheRead).To(Equal(int64(30*calls)), "spend cache-read tokens: %s", body)
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+}
+
+// idleHold is how long a CLI must stay IDLE after its start before the spec talks to it. Gemini CLI 0.61.0 resumed
+// with --resume draws an idle-looking frame, then "Resuming session" (BUSY) 0.6–0.8 s later, then its prompt again: a
+// message delivered in that first IDLE is pasted into the input box but its Enter is lost (seen here in about one run
+// in three, the resumed screen showing "> what was the word" unsent). The guest cannot tell that frame from a ready
+// prompt yet; until it can, the spec measures and waits for the IDLE that holds.
+const idleHold = 2 * time.Second
+
+// startToIdle waits for the conversation to be Active and IDLE in a container other than notID, with IDLE holding
+// for idleHold, and reports the time from that container's creation (the engine's timestamp) to the first poll of
+// that lasting IDLE: the CLI's start in its container as the guest reports it, image build excluded. A shorter IDLE
+// before it is logged. It also reports the image's size and returns the container id.
+func startToIdle(ctx SpecContext, sup *supervisorProc, conv string, cli convCLI, notID, what string,
+	timeout time.Duration) string {
+	GinkgoHelper()
+	var id, seenID string
+	var idleSince, firstIdle time.Time
+	Eventually(func(g Gomega) {
+		obj, err := sup.client.Get(ctx, "conversations", "default", conv)
+		g.Expect(err).NotTo(HaveOccurred())
+		id = field(obj, "status", "containerID")
+		g.Expect(field(obj, "status", "state")).To(Equal("Active"), "status: %v", obj.Object["status"])
+		g.Expect(id).NotTo(Or(BeEmpty(), Equal(notID)))
+		if id != seenID { // a new container (e.g. a restart): its own clock
+			seenID, idleSince, firstIdle = id, time.Time{}, time.Time{}
+		}
+		if field(obj, "status", "execution") != "IDLE" {
+			idleSince = time.Time{}
+			g.Expect(field(obj, "status", "execution")).To(Equal("IDLE"))
+		}
+		if idleSince.IsZero() {
+			idleSince = time.Now()
+		}
+		if firstIdle.IsZero() {
+			firstIdle = idleSince
+		}
+		g.Expect(time.Since(idleSince)).To(BeNumerically(">=", idleHold), "IDLE since %s", idleSince)
+	}).WithTimeout(timeout).WithPolling(20 * time.Millisecond).Should(Succeed())
+	st, err := suite.Runtime.Inspect(ctx, id)
+	Expect(err).NotTo(HaveOccurred())
+	took := idleSince.Sub(st.CreatedAt).Round(time.Millisecond)
+	img, err := suite.Client.ImageInspect(ctx, st.Image)
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("%s: container create → IDLE %s (%s); image %s %.0f MB\n", cli.harness, took, what, st.Image,
+		float64(img.Size)/1e6)
+	if firstIdle.Before(idleSince) {
+		GinkgoWriter.Printf("%s: an earlier IDLE that did not hold came %s after create\n", cli.harness,
+			firstIdle.Sub(st.CreatedAt).Round(time.Millisecond))
+	}
+	AddReportEntry(fmt.Sprintf("%s start to idle (%s)", cli.harness, what), took.String())
+	if notID == "" {
+		AddReportEntry(cli.harness+" image size", fmt.Sprintf("%.0f MB", float64(img.Size)/1e6))
+	}
+	return id
 }
 
 // turnLatencies measures five turns (send → reply committed to the transcript
