@@ -93,10 +93,11 @@ func BenchmarkRawPebbleSync64(b *testing.B) {
 }
 
 // BenchmarkRawPebbleLayout64 is an informational second baseline: raw
-// pebble writing, per write, the two keys the store commits for a Create
+// pebble writing, per write, the three keys the store commits for a Create
 // (watch-log pointer, history record: an 11-byte header and the committed
-// object) as one synced batch from each of 64 goroutines. It separates
-// what the key layout costs in pebble from what the store's code costs.
+// object, projection pointer) as one synced batch from each of 64
+// goroutines. It separates what the key layout costs in pebble from what
+// the store's code costs.
 func BenchmarkRawPebbleLayout64(b *testing.B) {
 	obj := committedObject(b)
 	db, err := pebble.Open(b.TempDir(), &pebble.Options{MemTableSize: 64 << 20})
@@ -118,6 +119,7 @@ func BenchmarkRawPebbleLayout64(b *testing.B) {
 			err := errors.Join(
 				batch.Set(binary.BigEndian.AppendUint64([]byte("e/"), seq), hk, nil),
 				batch.Set(hk, rec, nil),
+				batch.Set([]byte("o/agents/bench/"+name), hk[len(hk)-8:], nil),
 				batch.Commit(pebble.Sync),
 				batch.Close(),
 			)
@@ -257,7 +259,7 @@ func BenchmarkWatchFanout100(b *testing.B) {
 // open100kDir builds (once, cached across runs under the temp dir) a store
 // holding 100,000 events: 10,000 objects, each created and updated 9 times.
 func open100kDir(b *testing.B) string {
-	dir := filepath.Join(os.TempDir(), "aicli-store-bench-open100k-v3")
+	dir := filepath.Join(os.TempDir(), "aicli-store-bench-open100k-v4")
 	marker := filepath.Join(dir, "COMPLETE")
 	if _, err := os.Stat(marker); err == nil {
 		return dir

@@ -28,6 +28,11 @@
 //	m/compact                             first retained watch-log sequence (uint64 BE)
 //	m/version                             key layout version ("2")
 //	e/<seq BE8>                           watch log: value is the event's h/ key
+//	o/<resource>/<namespace>/<name>       current object: the seq (BE8) of its latest
+//	                                      history entry, which holds the object (stores
+//	                                      written before this form hold the object JSON
+//	                                      itself; both are read). Open reads these and
+//	                                      seeks h/ forward once per object
 //	h/<resource>/<namespace>/<name>/<seq BE8>  per-object history: the event record
 //	                                      (see record.go: an 11-byte binary header with
 //	                                      type, time and flags, the previous labels when
@@ -35,12 +40,8 @@
 //	                                      address come from the key)
 //	k/<bucket>/<key>                      side-table value (raw bytes)
 //
-// An object's current state is its latest history entry unless that is a
-// deletion: Open seeks to the last entry of each object's history range
-// (one backward seek per object, in key order), so a write commits two
-// keys and no separate projection. Layout 1 also kept o/<resource>/<ns>/<name>
-// projection keys and JSON records; Open upgrades such a store in place after
-// checking every projection against the history, and reads JSON records.
+// Layout 1 wrote JSON history records; Open reads them and marks the store
+// layout 2 (new records are binary, which layout-1 builds cannot read).
 //
 // Resource, namespace, name and bucket never contain '/' (checked on entry),
 // so the prefixes are unambiguous. The watch log (e/) is trimmed by Compact
@@ -92,7 +93,7 @@
 // # Write path cost
 //
 // Per write the writer does one index lookup, appends the stamps to the
-// caller's JSON, and adds two keys to the group's batch; one Clock
+// caller's JSON, and adds three keys to the group's batch; one Clock
 // reading and its formatting serve the whole group. The index is one map
 // of slots holding both the writer's view and the published (durable)
 // version, so publication is a pointer store per object.

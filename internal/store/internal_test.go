@@ -1,11 +1,9 @@
 package store
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -110,12 +108,11 @@ func FuzzParseRecord(f *testing.F) {
 	})
 }
 
-// TestOpenUpgradesProjectionLayout opens stores of layout 1, which kept a
-// projection key per live object (a history pointer or, from earlier
-// builds still, the object JSON) and JSON history records: Open serves the
-// same objects, drops the projections and records layout 2. A projection
-// its history disagrees with refuses the upgrade and changes nothing.
-func TestOpenUpgradesProjectionLayout(t *testing.T) {
+// TestOpenReadsLayout1 opens a store of layout 1 — JSON history records, and
+// projections holding a history pointer or, from earlier builds still, the
+// object JSON: Open serves the same objects and history and marks the store
+// layout 2, which earlier builds refuse.
+func TestOpenReadsLayout1(t *testing.T) {
 	ctx := t.Context()
 	obj := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]interface{}{
@@ -124,106 +121,73 @@ func TestOpenUpgradesProjectionLayout(t *testing.T) {
 			"spec":     map[string]interface{}{"model": "m"},
 		}}
 	}
-	// layout1 rewrites a store's history as JSON records and adds layout-1
-	// projections: a pointer for a, the object JSON for b; c is deleted.
-	layout1 := func(t *testing.T, dir string, skew uint64) map[string]string {
-		s, err := Open(dir, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rvs := map[string]string{}
-		for _, n := range []string{"a", "b", "c"} {
-			o, err := s.Create(ctx, "agents", obj(n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rvs[n] = o.GetResourceVersion()
-		}
-		if _, err := s.Delete(ctx, "agents", "ns", "c", DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixHistory), UpperBound: prefixEnd([]byte(prefixHistory))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := s.db.NewBatch()
-		for it.First(); it.Valid(); it.Next() {
-			r, err := parseRecord(it.Value())
-			if err != nil {
-				t.Fatal(err)
-			}
-			js, err := json.Marshal(jsonRecord{Type: r.typ, Time: r.time, Object: r.object})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Set(append([]byte{}, it.Key()...), js, nil); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, name, seq, _ := splitHistoryKey(it.Key()); name == "a" {
-				if err := b.Set(appendObjectKey(nil, "agents", "ns", "a"), binary.BigEndian.AppendUint64(nil, seq+skew), nil); err != nil {
-					t.Fatal(err)
-				}
-			} else if name == "b" {
-				if err := b.Set(appendObjectKey(nil, "agents", "ns", "b"), r.object, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := errors.Join(it.Close(), b.Set(keyVersion, []byte(layoutVersionProjections), nil), b.Commit(pebble.Sync), s.Close()); err != nil {
-			t.Fatal(err)
-		}
-		return rvs
-	}
-
 	dir := t.TempDir()
-	rvs := layout1(t, dir, 0)
 	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"a", "b"} {
-		got, err := s.Get(ctx, "agents", "ns", n)
-		if err != nil || got.GetResourceVersion() != rvs[n] {
-			t.Fatalf("get %s after upgrade: %v, %v", n, got, err)
+	rvs := map[string]string{}
+	for _, n := range []string{"a", "b", "c"} {
+		o, err := s.Create(ctx, "agents", obj(n))
+		if err != nil {
+			t.Fatal(err)
 		}
+		rvs[n] = o.GetResourceVersion()
 	}
-	if _, err := s.Get(ctx, "agents", "ns", "c"); !apierrors.IsNotFound(err) {
-		t.Fatalf("deleted object after upgrade: %v", err)
+	if _, err := s.Delete(ctx, "agents", "ns", "c", DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	if h, err := s.History(ctx, "agents", "ns", "c"); err != nil || len(h) != 2 || h[1].Type != TypeDeleted {
-		t.Fatalf("history of c after upgrade: %v, %v", h, err)
-	}
-	if v, _ := s.getRaw(keyVersion); string(v) != layoutVersion {
-		t.Fatalf("layout version after upgrade %q", v)
-	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixObject), UpperBound: prefixEnd([]byte(prefixObject))})
+	// Rewrite the history as JSON records and b's projection as its JSON.
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixHistory), UpperBound: prefixEnd([]byte(prefixHistory))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it.First() {
-		t.Fatalf("projection %q left after upgrade", it.Key())
+	b := s.db.NewBatch()
+	for it.First(); it.Valid(); it.Next() {
+		r, err := parseRecord(it.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := json.Marshal(jsonRecord{Type: r.typ, Time: r.time, Object: r.object})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Set(append([]byte{}, it.Key()...), js, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, name, _, _ := splitHistoryKey(it.Key()); name == "b" {
+			if err := b.Set(appendObjectKey(nil, "agents", "ns", "b"), r.object, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if err := errors.Join(it.Close(), s.Close()); err != nil {
+	if err := errors.Join(it.Close(), b.Set(keyVersion, []byte(layoutVersionJSONRecords), nil), b.Commit(pebble.Sync), s.Close()); err != nil {
 		t.Fatal(err)
 	}
 
-	dir = t.TempDir()
-	layout1(t, dir, 1)
-	if s, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "agents/ns/a") {
-		if s != nil {
-			_ = s.Close()
-		}
-		t.Fatalf("a projection its history disagrees with: Open = %v", err)
-	}
-	db, err := pebble.Open(dir, &pebble.Options{})
+	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if v, closer, err := db.Get(keyVersion); err != nil || string(v) != layoutVersionProjections {
-		t.Fatalf("refused upgrade changed the layout version: %q, %v", v, err)
-	} else {
-		_ = closer.Close()
+	defer s.Close()
+	for _, n := range []string{"a", "b"} {
+		got, err := s.Get(ctx, "agents", "ns", n)
+		if err != nil || got.GetResourceVersion() != rvs[n] {
+			t.Fatalf("get %s from layout 1: %v, %v", n, got, err)
+		}
+	}
+	if _, err := s.Get(ctx, "agents", "ns", "c"); !apierrors.IsNotFound(err) {
+		t.Fatalf("deleted object from layout 1: %v", err)
+	}
+	if h, err := s.History(ctx, "agents", "ns", "c"); err != nil || len(h) != 2 || h[1].Type != TypeDeleted {
+		t.Fatalf("history of c from layout 1: %v, %v", h, err)
+	}
+	if v, _ := s.getRaw(keyVersion); string(v) != layoutVersion {
+		t.Fatalf("layout version after open %q", v)
+	}
+	// New writes go on top of the old records.
+	if _, err := s.Create(ctx, "agents", obj("d")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -20,11 +20,11 @@ var (
 )
 
 // layoutVersion is written to m/version; Open refuses an unknown layout.
-// Layout 1 (layoutVersionProjections) also kept a projection key per live
-// object; Open upgrades such a store in place.
+// Layout 1 (layoutVersionJSONRecords) wrote JSON history records; Open
+// reads them and marks the store layout 2.
 const (
 	layoutVersion            = "2"
-	layoutVersionProjections = "1"
+	layoutVersionJSONRecords = "1"
 )
 
 func eventKey(seq uint64) []byte {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -229,8 +230,8 @@ func isLockHeld(err error) bool {
 		strings.Contains(err.Error(), "lock held by current process")
 }
 
-// load reads the meta keys and every object's current state into memory.
-// The watch log is not replayed.
+// load reads meta keys and object projections into memory. The watch log is
+// not replayed.
 func (s *Store) load() error {
 	ver, err := s.getRaw(keyVersion)
 	if err != nil {
@@ -240,9 +241,16 @@ func (s *Store) load() error {
 		if err := s.db.Set(keyVersion, []byte(layoutVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("store: write layout version: %w", err)
 		}
-	} else if string(ver) != layoutVersion && string(ver) != layoutVersionProjections {
+	} else if string(ver) == layoutVersionJSONRecords {
+		// Layout 1 differs only in its JSON history records, which this
+		// build reads; new records are binary, so older builds must refuse.
+		if err := s.db.Set(keyVersion, []byte(layoutVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("store: write layout version: %w", err)
+		}
+		s.log.Info("store layout upgraded", "dir", s.dir, "from", layoutVersionJSONRecords, "to", layoutVersion)
+	} else if string(ver) != layoutVersion {
 		return fmt.Errorf("store: %s has key layout version %q, this build reads %q and %q", s.dir, ver,
-			layoutVersionProjections, layoutVersion)
+			layoutVersionJSONRecords, layoutVersion)
 	}
 	var rv, compactFrom uint64 = 0, 1
 	if b, err := s.getRaw(keyRV); err != nil {
@@ -259,14 +267,52 @@ func (s *Store) load() error {
 			return fmt.Errorf("store: read m/compact: %w", err)
 		}
 	}
-	n, err := s.loadObjects()
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte(prefixObject), UpperBound: prefixEnd([]byte(prefixObject)),
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("store: iterate objects: %w", err)
 	}
-	if string(ver) == layoutVersionProjections {
-		if err := s.dropProjections(n); err != nil {
+	defer it.Close()
+	// Projections point at history entries. o/ and h/ keys sort by the same
+	// address, so one history iterator only ever seeks forward.
+	hit, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: []byte(prefixHistory), UpperBound: prefixEnd([]byte(prefixHistory)),
+	})
+	if err != nil {
+		return fmt.Errorf("store: iterate history: %w", err)
+	}
+	defer hit.Close()
+	n := 0
+	var hk []byte
+	for it.First(); it.Valid(); it.Next() {
+		res, ns, name, err := splitObjectKey(it.Key())
+		if err != nil {
 			return err
 		}
+		objJSON := it.Value()
+		if len(objJSON) == 8 {
+			seq := binary.BigEndian.Uint64(objJSON)
+			hk = appendHistoryKey(hk[:0], res, ns, name, seq)
+			if !hit.SeekGE(hk) || !bytes.Equal(hit.Key(), hk) {
+				return fmt.Errorf("store: object %s/%s/%s: history entry %d is missing", res, ns, name, seq)
+			}
+			r, err := parseRecord(hit.Value())
+			if err != nil {
+				return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
+			}
+			objJSON = r.object
+		} // else: an object JSON projection written by an earlier build
+		obj, err := decodeObject(objJSON)
+		if err != nil {
+			return fmt.Errorf("store: object %s/%s/%s: %w", res, ns, name, err)
+		}
+		e := newEntry(obj)
+		s.indexPut(res, nsName{ns, name}, &slot{cur: e, pub: e})
+		n++
+	}
+	if err := errors.Join(it.Error(), hit.Error()); err != nil {
+		return fmt.Errorf("store: load objects: %w", err)
 	}
 	s.w.seq = rv
 	s.w.compactFrom = compactFrom
@@ -274,117 +320,6 @@ func (s *Store) load() error {
 	s.rv.Store(rv)
 	s.log.Info("store opened", "dir", s.dir, "objects", n, "resourceVersion", rv, "compactFrom", compactFrom)
 	return nil
-}
-
-// loadObjects indexes every object whose latest history entry is not a
-// deletion. History keys sort by object address, then sequence, so per
-// object one backward seek finds its latest entry and Next moves on to the
-// next object.
-func (s *Store) loadObjects() (int, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{
-		LowerBound: []byte(prefixHistory), UpperBound: prefixEnd([]byte(prefixHistory)),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: iterate history: %w", err)
-	}
-	defer it.Close()
-	n := 0
-	for valid := it.First(); valid; valid = it.Next() {
-		k := it.Key()
-		if len(k) < len(prefixHistory)+9 {
-			return n, fmt.Errorf("store: malformed history key %q", k)
-		}
-		end := prefixEnd(k[:len(k)-8]) // just past this object's entries
-		if !it.SeekLT(end) {
-			return n, fmt.Errorf("store: history of %q vanished while loading", k[:len(k)-8])
-		}
-		res, ns, name, seq, err := splitHistoryKey(it.Key())
-		if err != nil {
-			return n, err
-		}
-		r, err := parseRecord(it.Value())
-		if err != nil {
-			return n, fmt.Errorf("store: object %s/%s/%s, event %d: %w", res, ns, name, seq, err)
-		}
-		if r.typ == TypeDeleted {
-			continue
-		}
-		obj, err := decodeObject(r.object)
-		if err != nil {
-			return n, fmt.Errorf("store: object %s/%s/%s, event %d: %w", res, ns, name, seq, err)
-		}
-		e := newEntry(obj)
-		s.indexPut(res, nsName{ns, name}, &slot{cur: e, pub: e})
-		n++
-	}
-	if err := it.Error(); err != nil {
-		return n, fmt.Errorf("store: load objects: %w", err)
-	}
-	return n, nil
-}
-
-// dropProjections upgrades a store of layout 1, which also kept a
-// projection key (o/) per live object, to the current layout: after
-// checking that every projection names the object version loaded from
-// history, it deletes the o/ range and records the new layout version in
-// one synced batch. A mismatch refuses to open the store and changes
-// nothing.
-func (s *Store) dropProjections(loaded int) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{
-		LowerBound: []byte(prefixObject), UpperBound: prefixEnd([]byte(prefixObject)),
-	})
-	if err != nil {
-		return fmt.Errorf("store: iterate projections: %w", err)
-	}
-	defer it.Close()
-	n := 0
-	for it.First(); it.Valid(); it.Next() {
-		res, ns, name, err := splitObjectKey(it.Key())
-		if err != nil {
-			return err
-		}
-		want, err := projectionRV(it.Value())
-		if err != nil {
-			return fmt.Errorf("store: upgrade layout: projection of %s/%s/%s: %w", res, ns, name, err)
-		}
-		e := s.visible(res, ns, name)
-		if e == nil || e.rv != want {
-			return fmt.Errorf("store: upgrade layout: projection of %s/%s/%s is at version %d, its history disagrees",
-				res, ns, name, want)
-		}
-		n++
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("store: iterate projections: %w", err)
-	}
-	if n != loaded {
-		return fmt.Errorf("store: upgrade layout: %d projections but %d live objects in history", n, loaded)
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := errors.Join(
-		b.DeleteRange([]byte(prefixObject), prefixEnd([]byte(prefixObject)), nil),
-		b.Set(keyVersion, []byte(layoutVersion), nil),
-		b.Commit(pebble.Sync),
-	); err != nil {
-		return fmt.Errorf("store: upgrade layout: %w", err)
-	}
-	s.log.Info("store layout upgraded", "dir", s.dir, "from", layoutVersionProjections, "to", layoutVersion)
-	return nil
-}
-
-// projectionRV reads a layout-1 projection value: the sequence (BE8) of the
-// object's latest history entry or, from still earlier builds, the object
-// JSON itself.
-func projectionRV(v []byte) (uint64, error) {
-	if len(v) == 8 {
-		return binary.BigEndian.Uint64(v), nil
-	}
-	obj, err := decodeObject(v)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
 }
 
 func (s *Store) getRaw(k []byte) ([]byte, error) {

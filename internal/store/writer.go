@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -59,8 +60,8 @@ type writerState struct {
 	seq         uint64
 	compactFrom uint64
 	groups      uint64 // groups formed so far (group.idx)
-	// recBuf and keyBuf are reused encode buffers.
-	recBuf, keyBuf []byte
+	// recBuf, keyBuf and okBuf are reused encode buffers.
+	recBuf, keyBuf, okBuf []byte
 }
 
 type change struct {
@@ -409,9 +410,21 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 	ek, hk := s.w.keyBuf[:ekLen:ekLen], s.w.keyBuf[ekLen:]
 	// The watch log entry points at the history entry, which holds the
 	// record; history is never trimmed, so the pointer stays valid. The
-	// object's latest history entry is its current state (Open reads it), so
-	// there is no separate projection key.
-	if err := errors.Join(b.Set(ek, hk, nil), b.Set(hk, rec, nil)); err != nil {
+	// projection points at the object's latest history entry too: the object
+	// is written once per event, and Open reads one entry per object.
+	err = errors.Join(
+		b.Set(ek, hk, nil),
+		b.Set(hk, rec, nil),
+	)
+	s.w.okBuf = appendObjectKey(s.w.okBuf[:0], k.resource, k.ns, k.name)
+	if remove {
+		err = errors.Join(err, b.Delete(s.w.okBuf, nil))
+	} else {
+		var ptr [8]byte
+		binary.BigEndian.PutUint64(ptr[:], seq)
+		err = errors.Join(err, b.Set(s.w.okBuf, ptr[:], nil))
+	}
+	if err != nil {
 		return fmt.Errorf("store: build batch: %w", err)
 	}
 	a := nsName{k.ns, k.name}
