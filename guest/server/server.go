@@ -229,14 +229,22 @@ func (s *srv) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 }
 
 // Output coalescing of the raw stream: a chunk read within burstGap of the
-// previous write continues a burst, and the stream then lets output gather
-// for burstWait before writing, so a fast-scrolling CLI costs few large
-// frames instead of one per PTY read. The first chunk after a quiet moment
-// (an echo, a spinner frame) is written at once.
+// previous write, when either holds at least burstMinBytes, continues a
+// burst, and the stream then lets output gather for burstWait before
+// writing, so a fast-scrolling CLI costs few large frames instead of one per
+// PTY read. Small output (an echo, a spinner frame, a status line) and the
+// first chunk after a quiet moment are written at once.
 const (
-	burstGap  = 2 * time.Millisecond
-	burstWait = 2 * time.Millisecond
+	burstGap      = 2 * time.Millisecond
+	burstWait     = 2 * time.Millisecond
+	burstMinBytes = 1 << 10
 )
+
+// inBurst says whether a chunk of n bytes read since after the previous
+// write of lastN bytes continues a burst.
+func inBurst(n, lastN int, since time.Duration) bool {
+	return n > 0 && since < burstGap && max(n, lastN) >= burstMinBytes
+}
 
 // availableReader is a stream that can hand over queued bytes without
 // waiting (ptyhost's subscriber).
@@ -263,9 +271,10 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 	avail, _ := rc.(availableReader)
 	buf := make([]byte, 128<<10)
 	var lastWrite time.Time
+	lastN := 0
 	for {
 		n, rerr := rc.Read(buf)
-		if n > 0 && rerr == nil && avail != nil && n < len(buf) && time.Since(lastWrite) < burstGap {
+		if rerr == nil && avail != nil && n < len(buf) && inBurst(n, lastN, time.Since(lastWrite)) {
 			time.Sleep(burstWait)
 			n += avail.ReadAvailable(buf[n:])
 		}
@@ -276,7 +285,7 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 			if err := rctl.Flush(); err != nil {
 				return
 			}
-			lastWrite = time.Now()
+			lastWrite, lastN = time.Now(), n
 		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) {

@@ -14,6 +14,26 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
+func TestInBurst(t *testing.T) {
+	for _, c := range []struct {
+		n, lastN int
+		since    time.Duration
+		want     bool
+	}{
+		{4096, 4096, 100 * time.Microsecond, true},  // a scrolling CLI
+		{200, 64 << 10, time.Millisecond, true},     // the tail of a burst
+		{4096, 0, 100 * time.Microsecond, true},     // a big chunk right after a small one
+		{40, 12, 100 * time.Microsecond, false},     // typing, a spinner, a status line
+		{4096, 4096, 3 * time.Millisecond, false},   // after a quiet moment
+		{0, 4096, 100 * time.Microsecond, false},    // nothing read
+		{1023, 1023, 100 * time.Microsecond, false}, // small redraws in quick succession
+	} {
+		if got := inBurst(c.n, c.lastN, c.since); got != c.want {
+			t.Errorf("inBurst(%d, %d, %v) = %v, want %v", c.n, c.lastN, c.since, got, c.want)
+		}
+	}
+}
+
 // chunkStream is a Subscribe stream fed chunk by chunk, with ReadAvailable
 // like ptyhost's subscriber.
 type chunkStream struct {
@@ -104,9 +124,10 @@ func (f *frameRecorder) snapshot() [][]byte {
 	return append([][]byte(nil), f.frames...)
 }
 
-// TestStreamCoalescesBurstsNotEchoes: a lone chunk after a quiet moment is
-// written at once, on its own; a burst of small chunks reaches the
-// transport in a few large frames, every byte in order.
+// TestStreamCoalescesBurstsNotEchoes: a lone chunk after a quiet moment, and
+// small chunks in quick succession (typing, redrawn status lines), are
+// written at once, each on its own; a burst of output reaches the transport
+// in a few large frames, every byte in order.
 func TestStreamCoalescesBurstsNotEchoes(t *testing.T) {
 	cs := newChunkStream()
 	h := NewHandler(streamPTY{s: cs}, slog.New(slog.DiscardHandler))
@@ -125,14 +146,25 @@ func TestStreamCoalescesBurstsNotEchoes(t *testing.T) {
 	if f := rec.snapshot(); len(f) != 1 || string(f[0]) != "echo" {
 		t.Fatalf("a lone chunk: frames %q, want just \"echo\"", f)
 	}
+	// Small chunks well within burstGap of each other: still one frame each.
+	for i := range 3 {
+		time.Sleep(burstGap / 4)
+		cs.put([]byte{'0' + byte(i)})
+		for len(rec.snapshot()) < 2+i && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	if f := rec.snapshot(); len(f) != 4 || string(bytes.Join(f, nil)) != "echo012" {
+		t.Fatalf("small chunks: frames %q, want one each", f)
+	}
 	time.Sleep(3 * burstGap) // quiet again
 
 	var want bytes.Buffer
-	want.WriteString("echo")
+	want.WriteString("echo012")
 	const chunks = 400
 	start := len(rec.snapshot())
 	for i := range chunks {
-		p := bytes.Repeat([]byte{byte('a' + i%26)}, 100)
+		p := bytes.Repeat([]byte{byte('a' + i%26)}, 2000)
 		want.Write(p)
 		cs.put(p)
 		for t0 := time.Now(); time.Since(t0) < 20*time.Microsecond; {
