@@ -231,7 +231,7 @@ func (s *srv) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 // Output coalescing of the raw stream: a chunk read within burstGap of the
 // previous write, when either holds at least burstMinBytes, continues a
 // burst, and the stream then lets output gather for burstWait before
-// writing, so a fast-scrolling CLI costs few large frames instead of one per
+// writing, so a fast-scrolling CLI costs few large (≤ 64 KiB) frames instead of one per
 // PTY read. Small output (an echo, a spinner frame, a status line) and the
 // first chunk after a quiet moment are written at once.
 const (
@@ -269,7 +269,7 @@ func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	avail, _ := rc.(availableReader)
-	buf := make([]byte, 128<<10)
+	buf := make([]byte, 64<<10)
 	var lastWrite time.Time
 	lastN := 0
 	for {
