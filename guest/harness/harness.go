@@ -70,6 +70,10 @@ type DeliveryPolicy struct {
 	// one may start, and the quiet time an IDLE screen must hold after a
 	// delivery before it counts as the CLI having taken the message.
 	SettleAfterSubmit time.Duration
+	// StartupSettle is how long the first IDLE screen after the CLI starts
+	// must hold before it counts (the status stays STARTING until then), for
+	// a CLI that draws a ready-looking screen before it is ready. 0: at once.
+	StartupSettle time.Duration
 }
 
 // TranscriptEntry is one attributed utterance parsed from a native session

@@ -18,6 +18,7 @@ import (
 
 	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/harness/fake"
+	"aicli.dev/aicli/guest/harness/fake/cli"
 	"aicli.dev/aicli/guest/harness/fake/sessionstore"
 	"aicli.dev/aicli/guest/ptyapi"
 )
@@ -643,4 +644,47 @@ func TestSessionIDIsDiscoveredWhenNotPreassigned(t *testing.T) {
 	if _, err := os.Stat(sessionstore.Path(e.home, id)); err != nil {
 		t.Fatalf("discovered id %q has no store file: %v", id, err)
 	}
+}
+
+// settlingFake is the fake harness declared as drawing a ready-looking
+// screen before it is ready.
+type settlingFake struct{ *fake.Adapter }
+
+const testStartupSettle = 700 * time.Millisecond
+
+func (settlingFake) Delivery() harness.DeliveryPolicy {
+	return harness.DeliveryPolicy{SettleAfterSubmit: 50 * time.Millisecond, StartupSettle: testStartupSettle}
+}
+
+// TestStartupSettleHoldsTheFirstIdle: with a StartupSettle, the CLI's first
+// idle screen reads STARTING until it has held that long, then IDLE without
+// any further output; a message sent meanwhile waits and is then delivered.
+func TestStartupSettleHoldsTheFirstIdle(t *testing.T) {
+	e := newEnv(t)
+	reg, err := harness.NewRegistry(settlingFake{fake.New(fake.Options{Binary: fakeBin})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "0s"}})
+	waitScreen(t, h, cli.FooterHint)
+	shown := time.Now()
+	if st := status(t, h).Status; st != ptyapi.StatusStarting {
+		t.Fatalf("status %s right after the idle screen appeared, want %s", st, ptyapi.StatusStarting)
+	}
+	if err := h.SendMessage(context.Background(), "early"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the first IDLE or the reply", func() bool {
+		return status(t, h).Status == ptyapi.StatusIdle || strings.Contains(screenText(t, h), "fake[turn 1]")
+	})
+	if d := time.Since(shown); d < testStartupSettle-100*time.Millisecond {
+		t.Fatalf("IDLE or delivery %v after the idle screen appeared, want ≥ %v", d, testStartupSettle)
+	}
+	waitScreen(t, h, "fake[turn 1]: early")
+	waitStatus(t, h, ptyapi.StatusIdle)
 }

@@ -168,6 +168,7 @@ func (h *Host) evalLoop() {
 			} else {
 				h.known = true
 			}
+			st = h.settleStartLocked(st)
 			h.evalSeq = seq
 			if st != ptyapi.StatusIdle && seq > h.deliverSeq {
 				h.sawNonIdle = true
@@ -177,6 +178,36 @@ func (h *Host) evalLoop() {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// settleStartLocked holds the CLI's first IDLE back as STARTING until it has
+// lasted the delivery policy's StartupSettle, and has the screen evaluated
+// again when it will have. Called with h.mu held.
+func (h *Host) settleStartLocked(st ptyapi.ExecutionStatus) ptyapi.ExecutionStatus {
+	if h.settled {
+		return st
+	}
+	settle := h.policy.StartupSettle
+	if st != ptyapi.StatusIdle {
+		h.startIdle = time.Time{}
+		return st
+	}
+	now := time.Now()
+	if h.startIdle.IsZero() {
+		h.startIdle = now
+	}
+	wait := settle - now.Sub(h.startIdle)
+	if wait <= 0 {
+		h.settled = true
+		return st
+	}
+	time.AfterFunc(wait, func() {
+		select {
+		case h.evalSig <- struct{}{}:
+		default:
+		}
+	})
+	return ptyapi.StatusStarting
 }
 
 // setStatusLocked records a status change. Called with h.mu held.

@@ -154,8 +154,12 @@ func (a *Adapter) FormatMessage(text string) []harness.Chunk {
 // Delivery implements harness.Adapter. After Enter, Gemini CLI clears the
 // input box about 100ms before its spinner appears (an idle-looking screen),
 // so an IDLE screen must hold 250ms after a delivery before the next one.
+// Resumed, it first draws a ready-looking screen and replaces it with
+// "Resuming session" 0.6–0.8 s later; Enter typed in between is lost, so the
+// first IDLE must hold 1.5 s.
 func (a *Adapter) Delivery() harness.DeliveryPolicy {
-	return harness.DeliveryPolicy{AcceptsQueuedInput: false, SettleAfterSubmit: 250 * time.Millisecond}
+	return harness.DeliveryPolicy{AcceptsQueuedInput: false, SettleAfterSubmit: 250 * time.Millisecond,
+		StartupSettle: 1500 * time.Millisecond}
 }
 
 // Quota implements harness.Adapter: Gemini CLI shows no quota with an API key.
