@@ -101,9 +101,12 @@ func (a *Adapter) FormatMessage(text string) []harness.Chunk {
 	return harness.BracketedPaste(text, a.opts.PasteEnterPause)
 }
 
-// Delivery implements harness.Adapter.
+// Delivery implements harness.Adapter. Right after its first prompt Codex
+// redraws a busy line while its start-up requests (update and model checks,
+// refused by egress) run: the first IDLE must hold 1 s.
 func (a *Adapter) Delivery() harness.DeliveryPolicy {
-	return harness.DeliveryPolicy{AcceptsQueuedInput: false, SettleAfterSubmit: 100 * time.Millisecond}
+	return harness.DeliveryPolicy{AcceptsQueuedInput: false, SettleAfterSubmit: 100 * time.Millisecond,
+		StartupSettle: time.Second}
 }
 
 // Quota implements harness.Adapter: Codex shows no quota with an API key.
