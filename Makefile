@@ -51,6 +51,11 @@ test-e2e: ## Docker e2e suite (installs/starts Docker if needed).
 	hack/ensure-docker.sh
 	go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 
+.PHONY: test-realcli
+test-realcli: ## Real-CLI tier: Claude Code, Codex, Gemini CLI, OpenCode in their guest images.
+	hack/ensure-docker.sh
+	go test -tags 'e2e realcli' -count=1 -timeout 40m ./e2e/ -ginkgo.label-filter=real-cli
+
 .PHONY: test-all
 test-all: ## Everything CI runs: the README's test command.
 	hack/test.sh

@@ -17,12 +17,14 @@ fi
 echo "== vet"
 go vet ./...
 go vet -tags e2e ./e2e/...
+go vet -tags 'e2e realcli' ./e2e/...
 echo "== unit and integration tests"
 go test -count=1 -timeout 20m ./...
 echo "== Docker e2e"
-# The real-CLI tier (label real-cli: Claude Code, Codex, Gemini CLI, OpenCode images
-# built from npm) is not part of the suite until issue 6 lands; run it with
-#   go test -tags 'e2e realcli' -count=1 -timeout 60m ./e2e/ -ginkgo.label-filter=real-cli
 go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/
 go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
+echo "== real-CLI tier"
+# Claude Code, Codex, Gemini CLI and OpenCode in their guest images (built on first use from
+# the pinned npm packages, then cached by the engine) against the test's fake provider.
+go test -tags 'e2e realcli' -count=1 -timeout 40m ./e2e/ -ginkgo.label-filter=real-cli
 
