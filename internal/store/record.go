@@ -27,30 +27,33 @@ const (
 	recordHeaderLen          = 11
 )
 
-// typeCodes maps event types to their one-byte codes.
-var typeCodes = map[string]byte{
-	TypeAdded: 'A', TypeModified: 'M', TypeStatus: 'S', TypeTerminating: 'T', TypeDeleted: 'D',
+// typeCodes are the event types' one-byte codes in records.
+var typeCodes = [...]struct {
+	code byte
+	typ  string
+}{{'A', TypeAdded}, {'M', TypeModified}, {'S', TypeStatus}, {'T', TypeTerminating}, {'D', TypeDeleted}}
+
+func codeOfType(typ string) (byte, bool) {
+	for _, c := range typeCodes {
+		if c.typ == typ {
+			return c.code, true
+		}
+	}
+	return 0, false
 }
 
-func typeOfCode(c byte) (string, bool) {
-	switch c {
-	case 'A':
-		return TypeAdded, true
-	case 'M':
-		return TypeModified, true
-	case 'S':
-		return TypeStatus, true
-	case 'T':
-		return TypeTerminating, true
-	case 'D':
-		return TypeDeleted, true
+func typeOfCode(code byte) (string, bool) {
+	for _, c := range typeCodes {
+		if c.code == code {
+			return c.typ, true
+		}
 	}
 	return "", false
 }
 
 // encodeRecord appends the record of ev, object included, to b.
 func encodeRecord(b []byte, ev *event) ([]byte, error) {
-	code, ok := typeCodes[ev.typ]
+	code, ok := codeOfType(ev.typ)
 	if !ok {
 		return b, fmt.Errorf("event %d has unknown type %q", ev.seq, ev.typ)
 	}
