@@ -132,8 +132,8 @@ type Host struct {
 	known       bool // a cue was ever recognised
 	// settled is set once an IDLE screen has held for the policy's
 	// StartupSettle; startIdle is when the current candidate began.
-	settled   bool
-	startIdle time.Time
+	settled     bool
+	startIdle   time.Time
 	queue       []string
 	inflight    bool
 	lastOutput  time.Time
