@@ -86,18 +86,28 @@ func checkPreconditions(resource, name string, cur *entry, curObj *unstructured.
 	return nil
 }
 
-func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
+// existing returns the writer's view of the object m changes, after
+// checking that it exists and m's preconditions (uid, resourceVersion).
+func (s *Store) existing(m *mutation) (objKey, *slot, *entry, *unstructured.Unstructured, error) {
 	k := objKey{m.resource, m.ns, m.name}
 	sl := s.slotOf(k)
 	cur := sl.current()
 	if cur == nil {
-		return apierrors.NewNotFound(gr(m.resource), m.name)
+		return k, nil, nil, nil, apierrors.NewNotFound(gr(m.resource), m.name)
 	}
 	curObj, err := cur.data.object()
 	if err != nil {
-		return err
+		return k, nil, nil, nil, err
 	}
 	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
+		return k, nil, nil, nil, err
+	}
+	return k, sl, cur, curObj, nil
+}
+
+func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
+	k, sl, cur, curObj, err := s.existing(m)
+	if err != nil {
 		return err
 	}
 	in := m.obj
@@ -184,17 +194,8 @@ func unionKeys(a, b map[string]interface{}) map[string]struct{} {
 }
 
 func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error {
-	k := objKey{m.resource, m.ns, m.name}
-	sl := s.slotOf(k)
-	cur := sl.current()
-	if cur == nil {
-		return apierrors.NewNotFound(gr(m.resource), m.name)
-	}
-	curObj, err := cur.data.object()
+	k, sl, cur, curObj, err := s.existing(m)
 	if err != nil {
-		return err
-	}
-	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
 		return err
 	}
 	newStatus, has := m.obj.Object["status"]
@@ -220,17 +221,8 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 }
 
 func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
-	k := objKey{m.resource, m.ns, m.name}
-	sl := s.slotOf(k)
-	cur := sl.current()
-	if cur == nil {
-		return apierrors.NewNotFound(gr(m.resource), m.name)
-	}
-	curObj, err := cur.data.object()
+	k, sl, cur, curObj, err := s.existing(m)
 	if err != nil {
-		return err
-	}
-	if err := checkPreconditions(m.resource, m.name, cur, curObj, m.uid, m.rv); err != nil {
 		return err
 	}
 	now := g.now
