@@ -131,9 +131,11 @@ type Host struct {
 	since       time.Time
 	known       bool // a cue was ever recognised
 	// settled is set once an IDLE screen has held for the policy's
-	// StartupSettle; startIdle is when the current candidate began.
+	// StartupSettle; startIdle is when the current candidate began, and
+	// settleTimer asks for the evaluation that will find it has.
 	settled     bool
 	startIdle   time.Time
+	settleTimer *time.Timer
 	queue       []string
 	inflight    bool
 	lastOutput  time.Time

@@ -201,12 +201,16 @@ func (h *Host) settleStartLocked(st ptyapi.ExecutionStatus) ptyapi.ExecutionStat
 		h.settled = true
 		return st
 	}
-	time.AfterFunc(wait, func() {
-		select {
-		case h.evalSig <- struct{}{}:
-		default:
-		}
-	})
+	if h.settleTimer == nil {
+		h.settleTimer = time.AfterFunc(wait, func() {
+			select {
+			case h.evalSig <- struct{}{}:
+			default:
+			}
+		})
+	} else {
+		h.settleTimer.Reset(wait)
+	}
 	return ptyapi.StatusStarting
 }
 
