@@ -254,17 +254,22 @@ func encodeCreateInPlace(obj map[string]interface{}, b []byte) (_ []byte, ok boo
 		}
 		b = append(b, ',')
 	}
-	md := make(map[string]interface{}, 8) // room for the server's fields
+	// The metadata map is reduced in place once the whole object has been
+	// encoded, so a non-canonical object is left as it was.
+	var dropBuf [8]string
+	drop := dropBuf[:0]
 	b = append(b, `"metadata":{`...)
 	for f, v := range inMeta {
 		switch f {
 		case "name", "namespace":
 		case "generateName":
 			if gn, isStr := v.(string); !isStr || gn == "" {
+				drop = append(drop, f)
 				continue
 			}
 		default:
 			if !isUserMeta(f) || isEmpty(v) {
+				drop = append(drop, f)
 				continue
 			}
 		}
@@ -273,11 +278,12 @@ func encodeCreateInPlace(obj map[string]interface{}, b []byte) (_ []byte, ok boo
 		if b, ok, err = appendCanonicalJSON(b, v); !ok || err != nil {
 			return b, ok, err
 		}
-		md[f] = v
 		b = append(b, ',')
 	}
+	for _, f := range drop {
+		delete(inMeta, f)
+	}
 	delete(obj, "status")
-	obj["metadata"] = md
 	return b, true, nil
 }
 
