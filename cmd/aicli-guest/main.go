@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,7 +21,18 @@ import (
 	"aicli.dev/aicli/guest/sidechannel"
 )
 
+// gcPercent is the guest's GOGC unless the environment sets one. The
+// guest's live heap is about 1 MiB, and at the default of 100 the runtime
+// lets the heap reach 4 MiB before its first collection (the floor scales
+// with GOGC), a quarter of the guest's 15 MiB memory budget; at 50 the peak
+// RSS after output bursts drops by about 1.4 MiB for a few more
+// sub-millisecond collections.
+const gcPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	os.Exit(run())
 }
 
