@@ -236,7 +236,8 @@ func (s *Store) encodeCreate(obj *unstructured.Unstructured, uid string) (*unstr
 }
 
 // encodeCreateInPlace encodes obj as encodeCreate describes and, only if
-// every value is canonical (ok), replaces its metadata and drops its status.
+// every value is canonical (ok), reduces its metadata map in place and drops
+// its status.
 func encodeCreateInPlace(obj map[string]interface{}, b []byte) (_ []byte, ok bool, err error) {
 	inMeta, isMap := obj["metadata"].(map[string]interface{})
 	if !isMap {
