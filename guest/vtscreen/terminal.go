@@ -233,14 +233,16 @@ const skipMin = 4 << 10
 // skipScrolledOut returns what of p has to be emulated for the same screen:
 // a fast-scrolling burst is mostly lines that scroll off the top before
 // anyone can see them (there is no scrollback). When p starts, in the ground
-// state with the scrolling region the whole screen, with plain text (printable
-// ASCII, CR, LF) and that plain stretch holds more than 2×rows further line
-// feeds after some CRLF, everything up to that CRLF is dropped and a CR takes
-// its place: from any cursor row, rows line feeds reach the bottom and rows
-// more scroll every earlier row off, so the screen, the cursor and the wrap
-// state end up as if every byte had been drawn. Lines start at column 0
-// either way and plain text changes no other state; the last printed
-// character (for REP) is carried over.
+// state with the scrolling region the whole screen, with plain text
+// (printable ASCII, CR, LF) and that plain stretch holds, after some CRLF,
+// at least the line feeds that take the cursor from its row to the bottom
+// plus rows more, everything up to that CRLF is dropped and a CR takes its
+// place: the rows further line feeds scroll every earlier row off, and the
+// last rows scrolls, on which the screen depends, happen on the same bytes
+// either way, so the screen, the cursor and the wrap state end up as if
+// every byte had been drawn. Lines start at column 0 either way and plain
+// text changes no other state; the last printed character (for REP) is
+// carried over.
 func (t *Terminal) skipScrolledOut(p []byte) []byte {
 	// (see plainPrefix for what counts as plain)
 	if len(p) < skipMin || t.state != stGround || t.nutf > 0 || t.top != 0 || t.bot != t.rows-1 || t.insert {
@@ -250,12 +252,14 @@ func (t *Terminal) skipScrolledOut(p []byte) []byte {
 	if plain < skipMin {
 		return p
 	}
+	// need counts the line feed of the CRLF itself, which is dropped.
+	need := (t.rows - 1 - t.y) + t.rows + 1
 	feeds, cut := 0, 0
 	for i := plain - 1; i > 0; i-- {
 		if p[i] != '\n' {
 			continue
 		}
-		if feeds++; feeds > 2*t.rows && p[i-1] == '\r' {
+		if feeds++; feeds >= need && p[i-1] == '\r' {
 			cut = i + 1
 			break
 		}

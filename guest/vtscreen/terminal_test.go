@@ -255,6 +255,12 @@ func TestSkipScrolledOutMatchesExhaustive(t *testing.T) {
 	preludes := []string{
 		"", "hello", "\x1b[5;7Hx", "abcdefghijklmnopqrstuvwxyz0123456789", "\x1b[?7l", "\x1b[3;10r", "\x1b[4h",
 		"\x1b[?1049h\x1b[10;3H", "\x1b[1;31m", "\x1b[", "\x1b]0;title", "\xe4\xb8", "\x1b[3;10r\x1b[r",
+		// A full screen, the cursor at its top, the bottom or in between:
+		// what is left of old rows must scroll off however far down the
+		// cursor starts.
+		strings.Repeat("\r\n"+strings.Repeat("O", 40), 12) + "\x1b[1;1H",
+		strings.Repeat("\r\n"+strings.Repeat("O", 40), 12) + "\x1b[7;1H",
+		strings.Repeat("\r\n"+strings.Repeat("O", 40), 12),
 	}
 	tails := []string{"", "\x1b[bX", "\x1b[2J", "界\r\nend", "\x1b[H\x1b[K"}
 	skipped := 0
@@ -284,6 +290,39 @@ func TestSkipScrolledOutMatchesExhaustive(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSkipScrolledOutBound: short lines over a full screen, the cursor on
+// each row in turn, and exactly as many line feeds as a skip needs: the rows
+// the cursor starts above still hold old text beyond the new lines' ends, so
+// skipping with one line feed less would leave some of it on the screen.
+func TestSkipScrolledOutBound(t *testing.T) {
+	const cols, rows = 10, 3
+	full := strings.Repeat("\r\n"+strings.Repeat("O", cols), rows)
+	skipped := 0
+	for y := range rows {
+		// Skippable from the first CRLF, with the fewest feeds after it:
+		// (rows-1-y) to reach the bottom and rows to scroll.
+		var data bytes.Buffer
+		for data.Len() < skipMin {
+			data.WriteString("abcdefgh\r\n")
+		}
+		for i := range (rows - 1 - y) + rows {
+			fmt.Fprintf(&data, "%d\r\n", i)
+		}
+		data.WriteString("end")
+		fast, slow := New(cols, rows, nil), New(cols, rows, nil)
+		slow.exhaustive = true
+		for _, term := range []*Terminal{fast, slow} {
+			_, _ = term.Write([]byte(full + fmt.Sprintf("\x1b[%d;1H", y+1)))
+			_, _ = term.Write(data.Bytes())
+		}
+		skipped += fast.skipped
+		t.Run(fmt.Sprintf("row%d", y), func(t *testing.T) { sameState(t, fast, slow) })
+	}
+	if skipped == 0 {
+		t.Error("nothing was skipped: the comparison compared nothing")
 	}
 }
 
