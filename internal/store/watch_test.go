@@ -292,10 +292,15 @@ func testSlowWatcherGetsErrorNotBlockingWriters(t *testing.T, cache int) {
 	var fastGot []string
 	var fastWG sync.WaitGroup
 	fastWG.Add(1)
+	// The writer lets the fast watcher take each event before the next
+	// write, so that it keeps up with its 8-event buffer however the
+	// goroutines are scheduled; the slow one reads nothing.
+	seen := make(chan struct{}, 1)
 	go func() {
 		defer fastWG.Done()
 		for ev := range fast.ResultChan() {
 			fastGot = append(fastGot, evName(ev))
+			seen <- struct{}{}
 			if len(fastGot) == n {
 				return
 			}
@@ -307,6 +312,12 @@ func testSlowWatcherGetsErrorNotBlockingWriters(t *testing.T, cache int) {
 		for i := range n {
 			if _, err := s.Create(context.Background(), res, agent("ns", fmt.Sprintf("o%03d", i), nil)); err != nil {
 				t.Error(err)
+				return
+			}
+			select {
+			case <-seen:
+			case <-time.After(10 * time.Second):
+				t.Errorf("fast watcher did not receive event %d", i)
 				return
 			}
 		}
