@@ -294,9 +294,9 @@ func TestSkipScrolledOutMatchesExhaustive(t *testing.T) {
 }
 
 // TestSkipScrolledOutBound: short lines over a full screen, the cursor on
-// each row in turn, and exactly as many line feeds as a skip needs: the rows
-// the cursor starts above still hold old text beyond the new lines' ends, so
-// skipping with one line feed less would leave some of it on the screen.
+// each row in turn, and exactly as many line feeds as a skip needs: every row
+// holds old text beyond the new lines' ends, so skipping with one line feed
+// less would leave some of it on the screen.
 func TestSkipScrolledOutBound(t *testing.T) {
 	const cols, rows = 10, 3
 	full := strings.Repeat("\r\n"+strings.Repeat("O", cols), rows)
