@@ -479,15 +479,7 @@ func (queuingFake) Delivery() harness.DeliveryPolicy {
 
 func TestAcceptsQueuedInputDeliversWhileBusy(t *testing.T) {
 	e := newEnv(t)
-	reg, err := harness.NewRegistry(queuingFake{fake.New(fake.Options{Binary: fakeBin})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := newHostWith(t, e, func(a *fake.Adapter) harness.Adapter { return queuingFake{a} })
 	start(t, h, ptyapi.StartRequest{})
 	waitStatus(t, h, ptyapi.StatusIdle)
 	ctx := context.Background()
@@ -550,15 +542,7 @@ func TestSeedFilesMergeAndStayInsideHome(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.home, "cfg", "settings.txt"), []byte("user"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := harness.NewRegistry(seedingFake{fake.New(fake.Options{Binary: fakeBin})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := newHostWith(t, e, func(a *fake.Adapter) harness.Adapter { return seedingFake{a} })
 	start(t, h, ptyapi.StartRequest{})
 	b, err := os.ReadFile(filepath.Join(e.home, "cfg", "settings.txt"))
 	if err != nil || string(b) != "user+merged" {
@@ -615,16 +599,8 @@ func (a unassignedFake) Launch(req harness.LaunchRequest) (harness.Launch, error
 
 func TestSessionIDIsDiscoveredWhenNotPreassigned(t *testing.T) {
 	e := newEnv(t)
-	reg, err := harness.NewRegistry(unassignedFake{fake.New(fake.Options{Binary: fakeBin})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Options{Registry: reg, DefaultHarness: "fake", Home: e.home, WorkDir: e.work,
-		RunAs: &Credential{UID: testUID, GID: testUID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := newHostWith(t, e, func(a *fake.Adapter) harness.Adapter { return unassignedFake{a} },
+		func(o *Options, _ *fakeOptions) { o.DefaultHarness = "fake" })
 	resp, err := h.Start(context.Background(), ptyapi.StartRequest{}) // harness from DefaultHarness
 	if err != nil {
 		t.Fatal(err)
@@ -661,15 +637,7 @@ func (settlingFake) Delivery() harness.DeliveryPolicy {
 // any further output; a message sent meanwhile waits and is then delivered.
 func TestStartupSettleHoldsTheFirstIdle(t *testing.T) {
 	e := newEnv(t)
-	reg, err := harness.NewRegistry(settlingFake{fake.New(fake.Options{Binary: fakeBin})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Options{Registry: reg, Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := newHostWith(t, e, func(a *fake.Adapter) harness.Adapter { return settlingFake{a} })
 	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "0s"}})
 	waitScreen(t, h, cli.FooterHint)
 	shown := time.Now()

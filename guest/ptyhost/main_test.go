@@ -59,12 +59,24 @@ func withFakeArgs(args ...string) hostOpt {
 
 func newHost(t testing.TB, e env, opts ...hostOpt) *Host {
 	t.Helper()
+	return newHostWith(t, e, nil, opts...)
+}
+
+// newHostWith is newHost with the fake adapter replaced by wrap(fake
+// adapter) unless wrap is nil.
+func newHostWith(t testing.TB, e env, wrap func(*fake.Adapter) harness.Adapter, opts ...hostOpt) *Host {
+	t.Helper()
 	fo := fake.Options{Binary: fakeBin}
 	o := Options{Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID}}
 	for _, f := range opts {
 		f(&o, &fo)
 	}
-	reg, err := harness.NewRegistry(fake.New(fo))
+	f := fake.New(fo)
+	var a harness.Adapter = f
+	if wrap != nil {
+		a = wrap(f)
+	}
+	reg, err := harness.NewRegistry(a)
 	if err != nil {
 		t.Fatal(err)
 	}

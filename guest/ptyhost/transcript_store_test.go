@@ -13,22 +13,6 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
-// newHostWith is newHost with the fake adapter replaced by wrap(fake adapter).
-func newHostWith(t *testing.T, e env, wrap func(harness.Adapter) harness.Adapter) *Host {
-	t.Helper()
-	reg, err := harness.NewRegistry(wrap(fake.New(fake.Options{Binary: fakeBin})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Options{Home: e.home, WorkDir: e.work, RunAs: &Credential{UID: testUID, GID: testUID},
-		Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h
-}
-
 // storeAdapter is the fake harness with a store follower of its own: it
 // reports one entry per distinct session id it is given, naming the id, and
 // never touches the fake's session files.
@@ -67,7 +51,7 @@ func (a *storeAdapter) FollowStore(ctx context.Context, home, workDir string, se
 func TestFollowTranscriptUsesTheAdaptersStoreFollower(t *testing.T) {
 	e := newEnv(t)
 	sa := &storeAdapter{}
-	h := newHostWith(t, e, func(a harness.Adapter) harness.Adapter { sa.Adapter = a; return sa })
+	h := newHostWith(t, e, func(a *fake.Adapter) harness.Adapter { sa.Adapter = a; return sa })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	entries, done := follow(ctx, h, 0)
@@ -131,7 +115,7 @@ func (a *lateFileAdapter) SessionFile(home, workDir, sessionID string) (string, 
 func TestFollowTranscriptResolvesAMissingFileAgain(t *testing.T) {
 	e := newEnv(t)
 	la := &lateFileAdapter{}
-	h := newHostWith(t, e, func(a harness.Adapter) harness.Adapter { la.Adapter = a; return la })
+	h := newHostWith(t, e, func(a *fake.Adapter) harness.Adapter { la.Adapter = a; return la })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	entries, done := follow(ctx, h, 0)
