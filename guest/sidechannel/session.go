@@ -134,7 +134,8 @@ func handshake(ctx context.Context, raw net.Conn, b Bootstrap, id *identity, hel
 			return nil
 		},
 	}
-	tc := tls.Client(raw, conf)
+	under := wire.NewRecordBatcher(raw)
+	tc := tls.Client(under, conf)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		log.Warn("side channel: TLS handshake failed", "conversation", b.ConversationID, "err", err)
 		return nil, fmt.Errorf("side channel: TLS handshake: %w", err)
@@ -161,7 +162,7 @@ func handshake(ctx context.Context, raw net.Conn, b Bootstrap, id *identity, hel
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return nil, fmt.Errorf("side channel: clear deadline: %w", err)
 	}
-	mux, err := yamux.Server(tc, wire.MuxConfig(log))
+	mux, err := yamux.Server(wire.NewMuxConn(tc, under), wire.MuxConfig(log))
 	if err != nil {
 		return nil, fmt.Errorf("side channel: start yamux: %w", err)
 	}

@@ -32,7 +32,8 @@ func (g *Gateway) serveConn(c *conversation, raw net.Conn) {
 		g.refused(c.id, "", refuse(wire.ReasonDisconnected, "set deadline", err))
 		return
 	}
-	tc := tls.Server(raw, g.tlsConf)
+	under := wire.NewRecordBatcher(raw)
+	tc := tls.Server(under, g.tlsConf)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		g.refused(c.id, "", refuse(classify(err), "TLS handshake failed", err))
 		return
@@ -60,7 +61,7 @@ func (g *Gateway) serveConn(c *conversation, raw net.Conn) {
 		return
 	}
 	reconnect := hello.ReconnectSecret != ""
-	gc, ref := g.admit(ctx, c, hello, fp, tc, raw)
+	gc, ref := g.admit(ctx, c, hello, fp, tc, under)
 	if ref != nil {
 		g.refused(c.id, fp, ref) // counted before the guest learns of it
 		g.reply(tc, wire.Reply{Reason: ref.reason, Message: ref.msg})
@@ -100,7 +101,7 @@ func (g *Gateway) acceptGuestStreams(convID string, gc *GuestConn) {
 
 // admit validates the hello under the conversation's admission lock, records the binding, replies OK (with the
 // reconnect secret) and installs the new GuestConn, closing a previous one.
-func (g *Gateway) admit(ctx context.Context, c *conversation, hello wire.Hello, fp string, tc *tls.Conn, raw net.Conn) (*GuestConn, *refusal) {
+func (g *Gateway) admit(ctx context.Context, c *conversation, hello wire.Hello, fp string, tc *tls.Conn, under *wire.RecordBatcher) (*GuestConn, *refusal) {
 	if (hello.LaunchToken == "") == (hello.ReconnectSecret == "") {
 		return nil, refuse(wire.ReasonMalformedHello, "hello must carry exactly one of token and reconnectSecret", nil)
 	}
@@ -139,14 +140,14 @@ func (g *Gateway) admit(ctx context.Context, c *conversation, hello wire.Hello, 
 	if err := wire.WriteFrame(tc, wire.Reply{OK: true, ReconnectSecret: secret, GuestFingerprint: fp}); err != nil {
 		return nil, refuse(classify(err), "sending the admission reply failed", err)
 	}
-	if err := raw.SetDeadline(time.Time{}); err != nil {
+	if err := under.SetDeadline(time.Time{}); err != nil {
 		return nil, refuse(wire.ReasonDisconnected, "clear deadline", err)
 	}
-	mux, err := yamux.Client(tc, wire.MuxConfig(g.log.With("conversation", c.id)))
+	mux, err := yamux.Client(wire.NewMuxConn(tc, under), wire.MuxConfig(g.log.With("conversation", c.id)))
 	if err != nil {
 		return nil, refuse(wire.ReasonUnavailable, "start yamux", err)
 	}
-	gc := newGuestConn(c.id, fp, raw, tc, mux)
+	gc := newGuestConn(c.id, fp, under, tc, mux)
 	g.mu.Lock()
 	if c.released {
 		g.mu.Unlock()
