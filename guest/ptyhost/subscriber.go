@@ -86,6 +86,7 @@ type subscriber struct {
 	ended   bool
 	err     error
 	avail   chan struct{} // signalled when bytes or the end arrive
+	lastIn  time.Time     // when the last chunk was queued
 	drained chan struct{} // signalled when Read frees space
 	done    chan struct{} // closed at the end
 	endOnce sync.Once
@@ -110,6 +111,9 @@ func (s *subscriber) offer(chunk []byte, grace time.Duration, stop <-chan struct
 			return false
 		}
 		n := s.ring.write(chunk)
+		if n > 0 {
+			s.lastIn = time.Now()
+		}
 		s.mu.Unlock()
 		if n > 0 {
 			signal(s.avail)
@@ -175,12 +179,37 @@ func (s *subscriber) Read(p []byte) (int, error) {
 	}
 }
 
-// ReadAvailable copies queued output into p without waiting and returns how
-// much it copied (0 when nothing is queued).
-func (s *subscriber) ReadAvailable(p []byte) int {
-	s.mu.Lock()
-	n := s.ring.read(p)
-	s.mu.Unlock()
+// ReadBurst copies queued output into p while a burst goes on: it returns
+// once p is full, once no output has been queued for quiet, after max, or
+// at the end of the stream, and reports how much it copied. It sleeps
+// 2×quiet between looks (a timer costs less than a wake-up per chunk), so a
+// fast burst costs one wake-up per p and the tail of a burst is held back
+// for about 2×quiet at most.
+func (s *subscriber) ReadBurst(p []byte, quiet, max time.Duration) int {
+	n := 0
+	deadline := time.Now().Add(max)
+	var timer *time.Timer
+	for {
+		s.mu.Lock()
+		n += s.ring.read(p[n:])
+		ended, last := s.ended, s.lastIn
+		s.mu.Unlock()
+		now := time.Now()
+		if n == len(p) || ended || now.Sub(last) >= quiet || !now.Before(deadline) {
+			break
+		}
+		wait := min(2*quiet, deadline.Sub(now))
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-timer.C:
+		case <-s.done:
+		}
+	}
 	if n > 0 {
 		signal(s.drained)
 	}

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"aicli.dev/aicli/guest/ptyapi"
 )
@@ -226,75 +224,6 @@ func (s *srv) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
-}
-
-// Output coalescing of the raw stream: a chunk read within burstGap of the
-// previous write, when either holds at least burstMinBytes, continues a
-// burst, and the stream then lets output gather for burstWait before
-// writing, so a fast-scrolling CLI costs few large (≤ 64 KiB) frames instead of one per
-// PTY read. Small output (an echo, a spinner frame, a status line) and the
-// first chunk after a quiet moment are written at once.
-const (
-	burstGap      = 2 * time.Millisecond
-	burstWait     = 2 * time.Millisecond
-	burstMinBytes = 1 << 10
-)
-
-// inBurst says whether a chunk of n bytes read since after the previous
-// write of lastN bytes continues a burst.
-func inBurst(n, lastN int, since time.Duration) bool {
-	return n > 0 && since < burstGap && max(n, lastN) >= burstMinBytes
-}
-
-// availableReader is a stream that can hand over queued bytes without
-// waiting (ptyhost's subscriber).
-type availableReader interface {
-	ReadAvailable(p []byte) int
-}
-
-// stream copies the raw PTY bytes to the response, flushing every write.
-func (s *srv) stream(w http.ResponseWriter, r *http.Request) {
-	rc, err := s.p.Subscribe(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	defer rc.Close()
-	rctl := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Trailer", TrailerStreamError)
-	w.WriteHeader(http.StatusOK)
-	if err := rctl.Flush(); err != nil {
-		return
-	}
-	avail, _ := rc.(availableReader)
-	buf := make([]byte, 64<<10)
-	var lastWrite time.Time
-	lastN := 0
-	for {
-		n, rerr := rc.Read(buf)
-		if rerr == nil && avail != nil && n < len(buf) && inBurst(n, lastN, time.Since(lastWrite)) {
-			time.Sleep(burstWait)
-			n += avail.ReadAvailable(buf[n:])
-		}
-		if n > 0 {
-			if _, err := w.Write(buf[:n]); err != nil {
-				return
-			}
-			if err := rctl.Flush(); err != nil {
-				return
-			}
-			lastWrite, lastN = time.Now(), n
-		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				s.log.Info("pty stream cut", "err", rerr)
-				w.Header().Set(TrailerStreamError, string(ptyapi.CodeOf(rerr)))
-			}
-			return
-		}
-	}
 }
 
 // transcript streams the CLI's native transcript as NDJSON, one entry per

@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -34,11 +36,12 @@ func TestInBurst(t *testing.T) {
 	}
 }
 
-// chunkStream is a Subscribe stream fed chunk by chunk, with ReadAvailable
-// like ptyhost's subscriber.
+// chunkStream is a Subscribe stream fed chunk by chunk, with ReadBurst like
+// ptyhost's subscriber.
 type chunkStream struct {
 	mu     sync.Mutex
 	queued []byte
+	lastIn time.Time
 	avail  chan struct{}
 	closed bool
 }
@@ -48,6 +51,7 @@ func newChunkStream() *chunkStream { return &chunkStream{avail: make(chan struct
 func (c *chunkStream) put(p []byte) {
 	c.mu.Lock()
 	c.queued = append(c.queued, p...)
+	c.lastIn = time.Now()
 	c.mu.Unlock()
 	select {
 	case c.avail <- struct{}{}:
@@ -62,7 +66,7 @@ func (c *chunkStream) end() {
 	c.put(nil)
 }
 
-func (c *chunkStream) ReadAvailable(p []byte) int {
+func (c *chunkStream) take(p []byte) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := copy(p, c.queued)
@@ -70,9 +74,23 @@ func (c *chunkStream) ReadAvailable(p []byte) int {
 	return n
 }
 
+// ReadBurst polls where the subscriber waits for a signal.
+func (c *chunkStream) ReadBurst(p []byte, quiet, max time.Duration) int {
+	n := 0
+	for deadline := time.Now().Add(max); ; time.Sleep(quiet / 10) {
+		n += c.take(p[n:])
+		c.mu.Lock()
+		idle, closed := time.Since(c.lastIn), c.closed
+		c.mu.Unlock()
+		if n == len(p) || closed || idle >= quiet || time.Now().After(deadline) {
+			return n
+		}
+	}
+}
+
 func (c *chunkStream) Read(p []byte) (int, error) {
 	for {
-		if n := c.ReadAvailable(p); n > 0 {
+		if n := c.take(p); n > 0 {
 			return n, nil
 		}
 		c.mu.Lock()
@@ -94,48 +112,98 @@ type streamPTY struct {
 
 func (p streamPTY) Subscribe(context.Context) (io.ReadCloser, error) { return p.s, nil }
 
-// frameRecorder records each flushed write.
-type frameRecorder struct {
-	*httptest.ResponseRecorder
-	mu      sync.Mutex
-	pending []byte
-	frames  [][]byte
+// frameConn records the chunks a server connection writes after the
+// stream's response head, one entry per write, each decoded to its bytes.
+type frameConn struct {
+	net.Conn
+	mu     sync.Mutex
+	head   bool
+	frames [][]byte
+	t      *testing.T
 }
 
-func (f *frameRecorder) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pending = append(f.pending, p...)
-	return len(p), nil
-}
-
-func (f *frameRecorder) Flush() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.pending) > 0 {
-		f.frames = append(f.frames, f.pending)
-		f.pending = nil
+func (c *frameConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.head {
+		c.head = true
+	} else if f := decodeChunk(c.t, p); f != nil {
+		c.frames = append(c.frames, f)
 	}
+	return c.Conn.Write(p)
 }
 
-func (f *frameRecorder) snapshot() [][]byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][]byte(nil), f.frames...)
+func (c *frameConn) snapshot() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]byte(nil), c.frames...)
+}
+
+// decodeChunk checks that p is exactly one HTTP chunk and returns its bytes
+// (nil for the last chunk).
+func decodeChunk(t *testing.T, p []byte) []byte {
+	line, rest, ok := bytes.Cut(p, []byte("\r\n"))
+	size, err := strconv.ParseUint(string(line), 16, 32)
+	if !ok || err != nil || (size > 0 && (uint64(len(rest)) != size+2 || !bytes.HasSuffix(rest, []byte("\r\n")))) {
+		t.Errorf("write %q is not one chunk", p)
+		return nil
+	}
+	if size == 0 {
+		return nil
+	}
+	return append([]byte(nil), rest[:size]...)
+}
+
+type frameListener struct {
+	net.Listener
+	t     *testing.T
+	conns chan *frameConn
+}
+
+func (l *frameListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	fc := &frameConn{Conn: c, t: l.t}
+	l.conns <- fc
+	return fc, nil
+}
+
+// serveStream serves h's stream over a real HTTP/1.1 connection and returns
+// the server side of it and the client's response.
+func serveStream(t *testing.T, h http.Handler) (*frameConn, *http.Response) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	fl := &frameListener{Listener: srv.Listener, t: t, conns: make(chan *frameConn, 1)}
+	srv.Listener = fl
+	srv.Start()
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Get(srv.URL + PathStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("stream answered %s %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	return <-fl.conns, resp
 }
 
 // TestStreamCoalescesBurstsNotEchoes: a lone chunk after a quiet moment, and
 // small chunks in quick succession (typing, redrawn status lines), are
 // written at once, each on its own; a burst of output reaches the transport
-// in a few large frames, every byte in order.
+// in a few large chunks, each one write, every byte in order.
 func TestStreamCoalescesBurstsNotEchoes(t *testing.T) {
 	cs := newChunkStream()
-	h := NewHandler(streamPTY{s: cs}, slog.New(slog.DiscardHandler))
-	rec := &frameRecorder{ResponseRecorder: httptest.NewRecorder()}
-	done := make(chan struct{})
+	rec, resp := serveStream(t, NewHandler(streamPTY{s: cs}, slog.New(slog.DiscardHandler)))
+	body := make(chan []byte, 1)
 	go func() {
-		defer close(done)
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, PathStream, nil))
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Errorf("reading the stream: %v", err)
+		}
+		body <- b
 	}()
 
 	cs.put([]byte("echo"))
@@ -172,13 +240,52 @@ func TestStreamCoalescesBurstsNotEchoes(t *testing.T) {
 		}
 	}
 	cs.end()
-	<-done
+	got := <-body
 	frames := rec.snapshot()
-	if got := bytes.Join(frames, nil); !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("stream delivered %d bytes, want %d in order", len(got), want.Len())
+	if !bytes.Equal(got, want.Bytes()) || !bytes.Equal(bytes.Join(frames, nil), want.Bytes()) {
+		t.Fatalf("stream delivered %d bytes in %d frames, want %d in order", len(got), len(frames), want.Len())
 	}
 	if n := len(frames) - start; n > chunks/4 {
 		t.Fatalf("a burst of %d chunks took %d frames", chunks, n)
 	}
 	t.Logf("a burst of %d chunks took %d frames", chunks, len(frames)-start)
+}
+
+// hangupPTY's stream produces nothing until the context Subscribe got ends.
+type hangupPTY struct {
+	ptyapi.PTY
+	ctxs chan context.Context
+}
+
+func (p hangupPTY) Subscribe(ctx context.Context) (io.ReadCloser, error) {
+	p.ctxs <- ctx
+	return io.NopCloser(ctxReader{ctx}), nil
+}
+
+type ctxReader struct{ ctx context.Context }
+
+func (r ctxReader) Read([]byte) (int, error) {
+	<-r.ctx.Done()
+	return 0, io.EOF
+}
+
+// TestStreamEndsWhenTheClientHangsUp: the stream takes its connection over
+// from net/http, which then no longer ends the request's context when the
+// client goes away; the stream must notice by itself, or an idle CLI's
+// subscription would outlive its client.
+func TestStreamEndsWhenTheClientHangsUp(t *testing.T) {
+	p := hangupPTY{ctxs: make(chan context.Context, 1)}
+	_, resp := serveStream(t, NewHandler(p, slog.New(slog.DiscardHandler)))
+	ctx := <-p.ctxs
+	select {
+	case <-ctx.Done():
+		t.Fatal("the subscription ended before the client hung up")
+	case <-time.After(50 * time.Millisecond):
+	}
+	_ = resp.Body.Close()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription outlived its client")
+	}
 }
