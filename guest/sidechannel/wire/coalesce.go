@@ -36,8 +36,9 @@ type RecordBatcher struct {
 // NewRecordBatcher wraps c.
 func NewRecordBatcher(c net.Conn) *RecordBatcher { return &RecordBatcher{Conn: c} }
 
-// maxKeptBatch bounds the buffer a RecordBatcher keeps between batches.
-const maxKeptBatch = 256 << 10
+// maxKeptBatch bounds the buffer a RecordBatcher keeps between batches: a
+// 64 KiB stream chunk with its frame and record overhead fits.
+const maxKeptBatch = 128 << 10
 
 // Write implements net.Conn: during a batch it appends p and reports it
 // written; the error of a gathered write comes from flush.
