@@ -96,10 +96,9 @@ func socketPair() ([2]net.Conn, error) {
 	return c, nil
 }
 
-// TestDataFrameIsOneSocketWrite: a 64 KiB stream write — one yamux data frame, five TLS records once its header is
-// counted — leaves in a single socket write, and arrives whole.
-func TestDataFrameIsOneSocketWrite(t *testing.T) {
-	client, server, writes := muxPair(t)
+// streamPair opens a stream from client and returns both of its ends.
+func streamPair(t *testing.T, client, server *yamux.Session) (cs, ss *yamux.Stream) {
+	t.Helper()
 	acc := make(chan *yamux.Stream, 1)
 	go func() {
 		s, err := server.AcceptStream()
@@ -112,10 +111,17 @@ func TestDataFrameIsOneSocketWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.Write([]byte("hello")); err != nil { // the stream's opening frame
+	return cs, <-acc
+}
+
+// TestDataFrameIsOneSocketWrite: a 64 KiB stream write — one yamux data frame, five TLS records once its header is
+// counted — leaves in a single socket write, and arrives whole.
+func TestDataFrameIsOneSocketWrite(t *testing.T) {
+	client, server, writes := muxPair(t)
+	cs, ss := streamPair(t, client, server)
+	if _, err := cs.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	ss := <-acc
 	if _, err := io.ReadFull(ss, make([]byte, 5)); err != nil {
 		t.Fatal(err)
 	}
@@ -146,18 +152,7 @@ func TestHeaderOnlyFramesAreNotHeldBack(t *testing.T) {
 	if _, err := server.Ping(); err != nil {
 		t.Fatal(err)
 	}
-	acc := make(chan *yamux.Stream, 1)
-	go func() {
-		s, err := server.AcceptStream()
-		if err != nil {
-			t.Error(err)
-		}
-		acc <- s
-	}()
-	cs, err := client.OpenStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, ss := streamPair(t, client, server)
 	const total = 8 * wire.MaxStreamWindow
 	errc := make(chan error, 1)
 	go func() {
@@ -170,7 +165,7 @@ func TestHeaderOnlyFramesAreNotHeldBack(t *testing.T) {
 		}
 		errc <- cs.Close()
 	}()
-	n, err := io.Copy(io.Discard, <-acc)
+	n, err := io.Copy(io.Discard, ss)
 	if err != nil || n < total {
 		t.Fatalf("read %d of %d bytes: %v", n, total, err)
 	}
