@@ -8,7 +8,7 @@
 # between rounds, the median of the per-round ratios and of the per-round
 # CPU-time ratios (raw CPU per write / store CPU per write). Each round
 # also runs the informational BenchmarkRawPebbleLayout64 (raw pebble writing
-# the store's three keys per write as one synced batch), which separates
+# the two keys the store writes per Create as one synced batch), which separates
 # what the key layout costs in pebble from what the store's code costs.
 # Env: ROUNDS (default 5), BENCHTIME (default 3s) for the throughput runs.
 set -euo pipefail

@@ -26,8 +26,12 @@
 //
 //	m/rv                                  last assigned event sequence (uint64 BE)
 //	m/compact                             first retained watch-log sequence (uint64 BE)
-//	m/version                             key layout version ("2")
-//	e/<seq BE8>                           watch log: value is the event's h/ key
+//	m/version                             key layout version ("3")
+//	e/<seq BE8>                           watch log, one entry per writer group, keyed by
+//	                                      the group's first event: a 0x00 tag, then each
+//	                                      event's h/ key (uvarint length + key) in order
+//	                                      (layout 1 and 2: one entry per event whose value
+//	                                      is its h/ key; both are read). ADR 0015
 //	o/<resource>/<namespace>/<name>       current object: the seq (BE8) of its latest
 //	                                      history entry, which holds the object (stores
 //	                                      written before this form hold the object JSON
@@ -40,8 +44,9 @@
 //	                                      address come from the key)
 //	k/<bucket>/<key>                      side-table value (raw bytes)
 //
-// Layout 1 wrote JSON history records; Open reads them and marks the store
-// layout 2 (new records are binary, which layout-1 builds cannot read).
+// Layout 1 wrote JSON history records and layout 2 one watch-log entry per
+// event; Open reads both and marks the store layout 3, which older builds
+// cannot read.
 //
 // Resource, namespace, name and bucket never contain '/' (checked on entry),
 // so the prefixes are unambiguous. The watch log (e/) is trimmed by Compact
@@ -93,7 +98,8 @@
 // # Write path cost
 //
 // Per write the writer does one index lookup, appends the stamps to the
-// caller's JSON, and adds three keys to the group's batch; one Clock
+// caller's JSON, and adds two keys to the group's batch (the group adds
+// its watch-log entry and m/rv); one Clock
 // reading and its formatting serve the whole group. The index is one map
 // of slots holding both the writer's view and the published (durable)
 // version, so publication is a pointer store per object.

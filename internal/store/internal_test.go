@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -111,7 +112,7 @@ func FuzzParseRecord(f *testing.F) {
 // TestOpenReadsLayout1 opens a store of layout 1 — JSON history records, and
 // projections holding a history pointer or, from earlier builds still, the
 // object JSON: Open serves the same objects and history and marks the store
-// layout 2, which earlier builds refuse.
+// layout 3, which earlier builds refuse.
 func TestOpenReadsLayout1(t *testing.T) {
 	ctx := t.Context()
 	obj := func(name string) *unstructured.Unstructured {
@@ -161,7 +162,7 @@ func TestOpenReadsLayout1(t *testing.T) {
 			}
 		}
 	}
-	if err := errors.Join(it.Close(), b.Set(keyVersion, []byte(layoutVersionJSONRecords), nil), b.Commit(pebble.Sync), s.Close()); err != nil {
+	if err := errors.Join(it.Close(), b.Set(keyVersion, []byte("1"), nil), b.Commit(pebble.Sync), s.Close()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -188,6 +189,83 @@ func TestOpenReadsLayout1(t *testing.T) {
 	// New writes go on top of the old records.
 	if _, err := s.Create(ctx, "agents", obj("d")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenReadsLayout2WatchLog opens a store whose watch log has one entry
+// per event (layout 2, the value being the history key): replay from the
+// log and compaction work over those entries and new group entries after
+// them, and Open marks the store layout 3.
+func TestOpenReadsLayout2WatchLog(t *testing.T) {
+	ctx := t.Context()
+	create := func(s *Store, name string) {
+		t.Helper()
+		if _, err := s.Create(ctx, "agents", &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "aicli.dev/v1alpha1", "kind": "Agent",
+			"metadata": map[string]interface{}{"namespace": "ns", "name": name},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		create(s, n)
+	}
+	// Rewrite the log as layout 2 wrote it.
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: prefixEnd([]byte(prefixEvent))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.db.NewBatch()
+	for it.First(); it.Valid(); it.Next() {
+		if err := errors.Join(b.Delete(append([]byte{}, it.Key()...), nil), forEachLogEvent(it.Value(), func(hk []byte) error {
+			_, _, _, seq, err := splitHistoryKey(hk)
+			return errors.Join(err, b.Set(eventKey(seq), append([]byte{}, hk...), nil))
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(it.Close(), b.Set(keyVersion, []byte("2"), nil), b.Commit(pebble.Sync), s.Close()); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(dir, Options{WatchCache: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.getRaw(keyVersion); string(v) != layoutVersion {
+		t.Fatalf("layout version after open %q", v)
+	}
+	for _, n := range []string{"e", "f"} {
+		create(s, n)
+	}
+	names := func(from uint64) string {
+		t.Helper()
+		w, err := s.Watch(ctx, "agents", "", WatchOptions{ResourceVersion: strconv.FormatUint(from, 10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		var got string
+		for range 6 - from {
+			ev := <-w.ResultChan()
+			got += ev.Object.(*unstructured.Unstructured).GetName()
+		}
+		return got
+	}
+	if got := names(1); got != "bcdef" {
+		t.Fatalf("replay from 1 over layout-2 entries: %q", got)
+	}
+	if err := s.Compact(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(2); got != "cdef" {
+		t.Fatalf("replay from 2 after compaction to 3: %q", got)
 	}
 }
 

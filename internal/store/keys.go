@@ -20,12 +20,12 @@ var (
 )
 
 // layoutVersion is written to m/version; Open refuses an unknown layout.
-// Layout 1 (layoutVersionJSONRecords) wrote JSON history records; Open
-// reads them and marks the store layout 2.
-const (
-	layoutVersion            = "2"
-	layoutVersionJSONRecords = "1"
-)
+// Layout 1 wrote JSON history records and layout 2 one watch-log entry per
+// event; this build reads both and marks such a store layout 3 (one
+// watch-log entry per group, which older builds cannot read).
+const layoutVersion = "3"
+
+var olderLayouts = []string{"1", "2"}
 
 func eventKey(seq uint64) []byte {
 	k := make([]byte, len(prefixEvent)+8)
@@ -49,12 +49,6 @@ func appendHistoryKey(dst []byte, resource, ns, name string, seq uint64) []byte 
 	dst = append(dst, prefixHistory...)
 	dst = appendAddress(dst, resource, ns, name)
 	dst = append(dst, '/')
-	return binary.BigEndian.AppendUint64(dst, seq)
-}
-
-// appendEventKey appends e/<seq BE8> to dst.
-func appendEventKey(dst []byte, seq uint64) []byte {
-	dst = append(dst, prefixEvent...)
 	return binary.BigEndian.AppendUint64(dst, seq)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,16 +242,16 @@ func (s *Store) load() error {
 		if err := s.db.Set(keyVersion, []byte(layoutVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("store: write layout version: %w", err)
 		}
-	} else if string(ver) == layoutVersionJSONRecords {
-		// Layout 1 differs only in its JSON history records, which this
-		// build reads; new records are binary, so older builds must refuse.
+	} else if slices.Contains(olderLayouts, string(ver)) {
+		// This build reads the older layouts' records and log entries; what
+		// it writes older builds cannot read, so they must refuse the store.
 		if err := s.db.Set(keyVersion, []byte(layoutVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("store: write layout version: %w", err)
 		}
-		s.log.Info("store layout upgraded", "dir", s.dir, "from", layoutVersionJSONRecords, "to", layoutVersion)
+		s.log.Info("store layout upgraded", "dir", s.dir, "from", string(ver), "to", layoutVersion)
 	} else if string(ver) != layoutVersion {
-		return fmt.Errorf("store: %s has key layout version %q, this build reads %q and %q", s.dir, ver,
-			layoutVersionJSONRecords, layoutVersion)
+		return fmt.Errorf("store: %s has key layout version %q, this build reads %q",
+			s.dir, ver, append(slices.Clone(olderLayouts), layoutVersion))
 	}
 	var rv, compactFrom uint64 = 0, 1
 	if b, err := s.getRaw(keyRV); err != nil {

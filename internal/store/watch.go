@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -120,7 +121,7 @@ func (s *Store) Watch(ctx context.Context, resource, namespace string, opts Watc
 			i := sort.Search(len(s.recent), func(i int) bool { return s.recent[i].seq > from })
 			w.cached = s.recent[i:len(s.recent):len(s.recent)]
 		} else if from < cur {
-			it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(from + 1), UpperBound: eventKey(cur + 1)})
+			it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixEvent), UpperBound: eventKey(cur + 1)})
 			if err != nil {
 				s.mu.Unlock()
 				return nil, fmt.Errorf("store: watch replay: %w", err)
@@ -229,19 +230,7 @@ func (w *watcher) run(ctx context.Context, from uint64) {
 			}
 		}
 	} else if w.iter != nil {
-		for w.iter.First(); w.iter.Valid(); w.iter.Next() {
-			ev, err := w.s.readLogEntry(w.iter.Value())
-			if err != nil {
-				w.s.log.Error("watch replay: undecodable event", "err", err)
-				send(errorEvent(apierrors.NewInternalError(err)))
-				return
-			}
-			if out, ok := w.translate(ev); ok && !send(out) {
-				return
-			}
-		}
-		if err := w.iter.Error(); err != nil {
-			send(errorEvent(apierrors.NewInternalError(fmt.Errorf("watch replay: %w", err))))
+		if !w.replay(from, send) {
 			return
 		}
 		_ = w.iter.Close()
@@ -307,6 +296,50 @@ func (w *watcher) run(ctx context.Context, from uint64) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// errStopReplay ends a replay whose watcher went away.
+var errStopReplay = errors.New("watch ended")
+
+// replay sends the logged events after from up to startRV; false means the
+// watch ended (an error event was sent, or the watcher went away). Log
+// entries hold groups of events, so it starts at the entry holding from+1.
+func (w *watcher) replay(from uint64, send func(watch.Event) bool) bool {
+	it := w.iter
+	valid := it.SeekLT(eventKey(from + 2))
+	if !valid {
+		valid = it.First()
+	}
+	var err error
+	for ; valid && err == nil; valid = it.Next() {
+		err = forEachLogEvent(it.Value(), func(hk []byte) error {
+			_, _, _, seq, err := splitHistoryKey(hk)
+			if err != nil || seq <= from || seq > w.startRV {
+				return err
+			}
+			ev, err := w.s.readLogEntry(hk)
+			if err != nil {
+				return err
+			}
+			if out, ok := w.translate(ev); ok && !send(out) {
+				return errStopReplay
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = it.Error()
+	}
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errStopReplay):
+		return false
+	default:
+		w.s.log.Error("watch replay failed", "err", err)
+		send(errorEvent(apierrors.NewInternalError(fmt.Errorf("watch replay: %w", err))))
+		return false
 	}
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -60,8 +61,8 @@ type writerState struct {
 	seq         uint64
 	compactFrom uint64
 	groups      uint64 // groups formed so far (group.idx)
-	// recBuf, keyBuf and okBuf are reused encode buffers.
-	recBuf, keyBuf, okBuf []byte
+	// recBuf, keyBuf, okBuf and logBuf are reused encode buffers.
+	recBuf, keyBuf, okBuf, logBuf []byte
 }
 
 type change struct {
@@ -262,6 +263,13 @@ func (s *Store) applyGroup(g *group) {
 			m.out, m.outVal = nil, nil
 		}
 	}
+	if len(g.events) > 0 {
+		s.w.logBuf = appendLogGroup(s.w.logBuf[:0], g.events)
+		if err := b.Set(eventKey(g.events[0].seq), s.w.logBuf, nil); err != nil {
+			s.abortGroup(g, b, err)
+			return
+		}
+	}
 	if g.lastSeq > 0 {
 		if err := b.Set(keyRV, encodeUint64(g.lastSeq), nil); err != nil {
 			s.abortGroup(g, b, err)
@@ -404,18 +412,13 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
 	}
-	s.w.keyBuf = appendEventKey(s.w.keyBuf[:0], seq)
-	ekLen := len(s.w.keyBuf)
-	s.w.keyBuf = appendHistoryKey(s.w.keyBuf, k.resource, k.ns, k.name, seq)
-	ek, hk := s.w.keyBuf[:ekLen:ekLen], s.w.keyBuf[ekLen:]
-	// The watch log entry points at the history entry, which holds the
-	// record; history is never trimmed, so the pointer stays valid. The
-	// projection points at the object's latest history entry too: the object
-	// is written once per event, and Open reads one entry per object.
-	err = errors.Join(
-		b.Set(ek, hk, nil),
-		b.Set(hk, rec, nil),
-	)
+	s.w.keyBuf = appendHistoryKey(s.w.keyBuf[:0], k.resource, k.ns, k.name, seq)
+	// The projection points at the object's latest history entry, which
+	// holds the record: the object is written once per event, and Open reads
+	// one entry per object. The group's watch-log entry (applyGroup) points
+	// at the history entries too; history is never trimmed, so the pointers
+	// stay valid.
+	err = b.Set(s.w.keyBuf, rec, nil)
 	s.w.okBuf = appendObjectKey(s.w.okBuf[:0], k.resource, k.ns, k.name)
 	if remove {
 		err = errors.Join(err, b.Delete(s.w.okBuf, nil))
@@ -469,10 +472,25 @@ func (s *Store) compactTo(g *group, b *pebble.Batch, keepFrom uint64) error {
 	if keepFrom <= s.w.compactFrom {
 		return nil
 	}
-	if err := errors.Join(
-		b.DeleteRange(eventKey(s.w.compactFrom), eventKey(keepFrom), nil),
-		b.Set(keyCompact, encodeUint64(keepFrom), nil),
-	); err != nil {
+	// Log entries hold whole groups: the one holding keepFrom stays (replay
+	// skips its events below the floor).
+	end := eventKey(keepFrom)
+	if keepFrom <= s.w.seq {
+		if len(g.events) > 0 && g.events[0].seq <= keepFrom {
+			end = eventKey(g.events[0].seq) // this group's entry: kept, the range ends before it
+		} else {
+			held, err := s.logEntryHolding(keepFrom)
+			if err != nil {
+				return err
+			}
+			end = held
+		}
+	}
+	var err error
+	if start := eventKey(s.w.compactFrom); bytes.Compare(start, end) < 0 { // else the entry holding both floors stays
+		err = b.DeleteRange(start, end, nil)
+	}
+	if err = errors.Join(err, b.Set(keyCompact, encodeUint64(keepFrom), nil)); err != nil {
 		return fmt.Errorf("store: build compaction: %w", err)
 	}
 	s.w.compactFrom = keepFrom

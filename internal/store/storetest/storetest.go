@@ -11,7 +11,13 @@ import (
 // Open opens a store in a fresh t.TempDir() and closes it when the test ends.
 func Open(t testing.TB, opts store.Options) *store.Store {
 	t.Helper()
-	s, err := store.Open(t.TempDir(), opts)
+	return OpenDir(t, t.TempDir(), opts)
+}
+
+// OpenDir opens the store in dir and closes it when the test ends.
+func OpenDir(t testing.TB, dir string, opts store.Options) *store.Store {
+	t.Helper()
+	s, err := store.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("storetest: open store: %v", err)
 	}
