@@ -54,6 +54,11 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		GinkgoWriter.Printf("removed %d stale test containers\n", len(removed))
 	}
 
+	// Compile what the specs run (the guest binaries and the supervisor) here rather than inside a spec's
+	// timeout: on a fresh machine this is a cold CGO_ENABLED=0 -trimpath build of the whole module graph, which
+	// shares nothing with the unit tests' build cache and takes minutes on two cores.
+	supervisorBins(ctx)
+
 	probeArtifacts = GinkgoT().TempDir()
 	Expect(framework.BuildBinaries(ctx, suite.Root, probeArtifacts,
 		map[string]string{"probe": "./e2e/testdata/probe"})).To(Succeed())
@@ -66,7 +71,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 	probeImage, err = probeBuilder.Ensure(ctx, "probe", nil)
 	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(5*time.Minute))
+}, NodeTimeout(15*time.Minute))
 
 // runToExit creates and starts a container for cmd on image, waits for it to exit and returns its output and
 // exit code.
