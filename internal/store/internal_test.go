@@ -253,8 +253,12 @@ func TestOpenReadsLayout2WatchLog(t *testing.T) {
 		defer w.Stop()
 		var got string
 		for range 6 - from {
-			ev := <-w.ResultChan()
-			got += ev.Object.(*unstructured.Unstructured).GetName()
+			select {
+			case ev := <-w.ResultChan():
+				got += ev.Object.(*unstructured.Unstructured).GetName()
+			case <-time.After(5 * time.Second):
+				t.Fatalf("replay from %d: only %q within 5s", from, got)
+			}
 		}
 		return got
 	}
