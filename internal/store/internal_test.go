@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -395,6 +397,42 @@ func TestCreateEncodings(t *testing.T) {
 		got, err := s.Get(ctx, "agents", "ns", name)
 		if err != nil || !reflect.DeepEqual(got.Object, want.Object) {
 			t.Errorf("%s after reopen: %v (%v), want %v", name, got, err, want.Object)
+		}
+	}
+}
+
+// TestLogGroupRoundTrip checks the watch-log group encoding: the history
+// keys of a group come back in order, and a value cut inside any key is an
+// error, never a panic or a key cut short.
+func TestLogGroupRoundTrip(t *testing.T) {
+	events := []*event{
+		{resource: "agents", ns: "ns", name: "a", seq: 7},
+		{resource: "conversations", ns: "team-b", name: "c-1", seq: 9},
+		{resource: "agents", ns: "ns", name: strings.Repeat("n", 253), seq: 10},
+	}
+	var want [][]byte
+	for _, ev := range events {
+		want = append(want, appendHistoryKey(nil, ev.resource, ev.ns, ev.name, ev.seq))
+	}
+	val := appendLogGroup(nil, events)
+	var got [][]byte
+	if err := forEachLogEvent(val, func(hk []byte) error { got = append(got, hk); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("keys %q, want %q", got, want)
+	}
+	for i := 1; i < len(val); i++ {
+		n := 0
+		err := forEachLogEvent(val[:i], func(hk []byte) error {
+			if !bytes.Equal(hk, want[n]) {
+				t.Fatalf("cut at %d: key %d is %q", i, n, hk)
+			}
+			n++
+			return nil
+		})
+		if err == nil && !bytes.Equal(val[:i], appendLogGroup(nil, events[:n])) {
+			t.Fatalf("cut at %d, inside key %d: no error", i, n)
 		}
 	}
 }
