@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -435,4 +436,118 @@ func TestLogGroupRoundTrip(t *testing.T) {
 			t.Fatalf("cut at %d, inside key %d: no error", i, n)
 		}
 	}
+}
+
+// TestGroupBatchWritesInKeyOrder checks that a groupBatch hands its point
+// writes to pebble sorted by key, keeps the order of writes to the same key
+// (the last one wins), drops a value whose encoding fails, and applies
+// range deletions ahead of the point writes.
+func TestGroupBatchWritesInKeyOrder(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("r/old"), []byte("x"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	var gb groupBatch
+	gb.reset(db.NewBatch())
+	if !gb.empty() {
+		t.Fatal("a fresh groupBatch is not empty")
+	}
+	// 100 writes to 5 keys in descending key order, each key rewritten with
+	// growing values: enough for an unstable sort to reorder equal keys.
+	for i := range 100 {
+		key := []byte("k/" + strconv.Itoa(4-i%5))
+		if i%7 == 6 {
+			gb.delete(key)
+			continue
+		}
+		v := []byte(strconv.Itoa(i))
+		if err := gb.setEncoded(key, func(b []byte) ([]byte, error) { return append(b, v...), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boom := errors.New("boom")
+	if err := gb.setEncoded([]byte("k/0"), func(b []byte) ([]byte, error) { return append(b, "junk"...), boom }); !errors.Is(err, boom) {
+		t.Fatalf("setEncoded = %v, want the encoder's error", err)
+	}
+	gb.set([]byte("a/first"), []byte("1"))
+	if err := gb.deleteRange([]byte("r/"), []byte("r0")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := gb.commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The batch: the range deletion, then the point writes by key, each
+	// key's writes in the order they were made.
+	r := b.Reader()
+	kind, _, _, ok, err := r.Next()
+	if !ok || err != nil || kind != pebble.InternalKeyKindRangeDelete {
+		t.Fatalf("first batch entry: kind %v ok %v err %v, want the range deletion", kind, ok, err)
+	}
+	var prevKey []byte
+	lastSeen := map[string]int{}
+	n := 0
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		n++
+		if bytes.Compare(k, prevKey) < 0 {
+			t.Fatalf("batch key %q after %q", k, prevKey)
+		}
+		prevKey = append(prevKey[:0], k...)
+		if kind == pebble.InternalKeyKindSet && bytes.HasPrefix(k, []byte("k/")) {
+			i, _ := strconv.Atoi(string(v))
+			if i < lastSeen[string(k)] {
+				t.Fatalf("key %q: value %d after %d", k, i, lastSeen[string(k)])
+			}
+			lastSeen[string(k)] = i
+		}
+	}
+	if n != 101 {
+		t.Fatalf("batch holds %d point writes, want 101", n)
+	}
+	if err := db.Apply(b, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	// The last write of each key wins: i = 95..99 wrote k/4..k/0 (97 a
+	// delete), and the failed encoding left no write behind.
+	for i := 95; i < 100; i++ {
+		k := "k/" + strconv.Itoa(4-i%5)
+		v, closer, err := db.Get([]byte(k))
+		if i%7 == 6 {
+			if !errors.Is(err, pebble.ErrNotFound) {
+				t.Errorf("%s after its delete: %v, want not found", k, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		if string(v) != strconv.Itoa(i) {
+			t.Errorf("%s = %q, want %d", k, v, i)
+		}
+		_ = closer.Close()
+	}
+	if _, _, err := db.Get([]byte("r/old")); !errors.Is(err, pebble.ErrNotFound) {
+		t.Errorf("r/old after the range deletion: %v, want not found", err)
+	}
+	// A group that outgrew maxKeptBatchBuf does not keep its buffer.
+	gb.reset(db.NewBatch())
+	gb.set([]byte("big"), make([]byte, maxKeptBatchBuf+1))
+	_ = gb.pb.Close()
+	gb.reset(db.NewBatch())
+	if cap(gb.buf) > maxKeptBatchBuf || !gb.empty() {
+		t.Fatalf("after reset: buffer cap %d, empty %v", cap(gb.buf), gb.empty())
+	}
+	_ = gb.pb.Close()
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,7 +24,7 @@ var serverOwnedTop = map[string]bool{"metadata": true, "status": true, "apiVersi
 // applyCreate commits a Create whose object the caller already encoded
 // (see Store.Create) up to the server-set metadata that depends on the
 // commit: creationTimestamp, generation and resourceVersion.
-func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
+func (s *Store) applyCreate(g *group, gb *groupBatch, m *mutation) error {
 	k := objKey{m.resource, m.ns, m.name}
 	sl := s.slotOf(k)
 	if sl.current() != nil {
@@ -40,7 +39,7 @@ func (s *Store) applyCreate(g *group, b *pebble.Batch, m *mutation) error {
 	raw = append(raw, `"}}`...)
 	m.pre = nil
 	m.outSeq, m.outCreated = seq, created
-	return s.emit(g, b, k, sl, seq, TypeAdded, g.now, raw, nil, m.labels, nil, false)
+	return s.emit(g, gb, k, sl, seq, TypeAdded, g.now, raw, nil, m.labels, nil, false)
 }
 
 // copyUserMeta sets the client-owned metadata fields of dst from src; empty
@@ -105,7 +104,7 @@ func (s *Store) existing(m *mutation) (objKey, *slot, *entry, *unstructured.Unst
 	return k, sl, cur, curObj, nil
 }
 
-func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
+func (s *Store) applyUpdate(g *group, gb *groupBatch, m *mutation) error {
 	k, sl, cur, curObj, err := s.existing(m)
 	if err != nil {
 		return err
@@ -175,7 +174,7 @@ func (s *Store) applyUpdate(g *group, b *pebble.Batch, m *mutation) error {
 	if terminating && len(finalizers(next)) == 0 {
 		typ, remove = TypeDeleted, true
 	}
-	if err := s.emit(g, b, k, sl, seq, typ, now, nil, next, next.GetLabels(), cur, remove); err != nil {
+	if err := s.emit(g, gb, k, sl, seq, typ, now, nil, next, next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next
@@ -193,7 +192,7 @@ func unionKeys(a, b map[string]interface{}) map[string]struct{} {
 	return out
 }
 
-func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error {
+func (s *Store) applyUpdateStatus(g *group, gb *groupBatch, m *mutation) error {
 	k, sl, cur, curObj, err := s.existing(m)
 	if err != nil {
 		return err
@@ -213,14 +212,14 @@ func (s *Store) applyUpdateStatus(g *group, b *pebble.Batch, m *mutation) error 
 	now := g.now
 	seq := s.nextSeq(g)
 	metadata(next)["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, sl, seq, TypeStatus, now, nil, next, next.GetLabels(), cur, false); err != nil {
+	if err := s.emit(g, gb, k, sl, seq, TypeStatus, now, nil, next, next.GetLabels(), cur, false); err != nil {
 		return err
 	}
 	m.out = next
 	return nil
 }
 
-func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
+func (s *Store) applyDelete(g *group, gb *groupBatch, m *mutation) error {
 	k, sl, cur, curObj, err := s.existing(m)
 	if err != nil {
 		return err
@@ -240,29 +239,25 @@ func (s *Store) applyDelete(g *group, b *pebble.Batch, m *mutation) error {
 	}
 	seq := s.nextSeq(g)
 	md["resourceVersion"] = strconv.FormatUint(seq, 10)
-	if err := s.emit(g, b, k, sl, seq, typ, now, nil, next, next.GetLabels(), cur, remove); err != nil {
+	if err := s.emit(g, gb, k, sl, seq, typ, now, nil, next, next.GetLabels(), cur, remove); err != nil {
 		return err
 	}
 	m.out = next
 	return nil
 }
 
-func (s *Store) applyKV(g *group, b *pebble.Batch, m *mutation) error {
+func (s *Store) applyKV(g *group, gb *groupBatch, m *mutation) error {
 	ks := string(m.key)
 	if g.kv == nil {
 		g.kv = map[string]kvOverlay{}
 	}
 	switch m.op {
 	case opPutKV:
-		if err := b.Set(m.key, m.val, nil); err != nil {
-			return fmt.Errorf("store: build batch: %w", err)
-		}
+		gb.set(m.key, m.val)
 		g.kv[ks] = kvOverlay{val: m.val}
 		return nil
 	case opDeleteKV:
-		if err := b.Delete(m.key, nil); err != nil {
-			return fmt.Errorf("store: build batch: %w", err)
-		}
+		gb.delete(m.key)
 		g.kv[ks] = kvOverlay{deleted: true}
 		return nil
 	}
@@ -286,9 +281,7 @@ func (s *Store) applyKV(g *group, b *pebble.Batch, m *mutation) error {
 	}
 	m.outVal = append([]byte{}, val...)
 	if m.op == opTakeKV {
-		if err := b.Delete(m.key, nil); err != nil {
-			return fmt.Errorf("store: build batch: %w", err)
-		}
+		gb.delete(m.key)
 		g.kv[ks] = kvOverlay{deleted: true}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -61,8 +60,10 @@ type writerState struct {
 	seq         uint64
 	compactFrom uint64
 	groups      uint64 // groups formed so far (group.idx)
-	// recBuf, keyBuf, okBuf and logBuf are reused encode buffers.
-	recBuf, keyBuf, okBuf, logBuf []byte
+	// keyBuf, okBuf and logBuf are reused encode buffers.
+	keyBuf, okBuf, logBuf []byte
+	// batch builds the current group's pebble batch.
+	batch groupBatch
 }
 
 type change struct {
@@ -254,42 +255,41 @@ func (s *Store) applyGroup(g *group) {
 	}
 	s.sweep()
 	g.now = s.opts.Clock().UTC()
-	b := s.db.NewBatch()
+	gb := &s.w.batch
+	gb.reset(s.db.NewBatch())
 	g.startSeq = s.w.seq
 	g.startCompactFrom = s.w.compactFrom
 	for _, m := range g.muts {
-		m.err = s.applyOne(g, b, m)
+		m.err = s.applyOne(g, gb, m)
 		if m.err != nil {
 			m.out, m.outVal = nil, nil
 		}
 	}
 	if len(g.events) > 0 {
 		s.w.logBuf = appendLogGroup(s.w.logBuf[:0], g.events)
-		if err := b.Set(eventKey(g.events[0].seq), s.w.logBuf, nil); err != nil {
-			s.abortGroup(g, b, err)
-			return
-		}
+		gb.set(eventKey(g.events[0].seq), s.w.logBuf)
 	}
 	if g.lastSeq > 0 {
-		if err := b.Set(keyRV, encodeUint64(g.lastSeq), nil); err != nil {
-			s.abortGroup(g, b, err)
-			return
-		}
+		gb.set(keyRV, encodeUint64(g.lastSeq))
 		if retain := s.opts.CompactRetain; retain > 0 {
 			slack := uint64(max(retain/16, 1))
 			if s.w.seq-s.w.compactFrom+1 > uint64(retain)+slack {
-				if err := s.compactTo(g, b, s.w.seq-uint64(retain)+1); err != nil {
-					s.abortGroup(g, b, err)
+				if err := s.compactTo(g, gb, s.w.seq-uint64(retain)+1); err != nil {
+					s.abortGroup(g, gb.pb, err)
 					return
 				}
 			}
 		}
 	}
-	if b.Empty() {
-		_ = b.Close()
+	if gb.empty() {
+		_ = gb.pb.Close()
 		return
 	}
-	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+	b, err := gb.commit()
+	if err == nil {
+		err = s.db.ApplyNoSyncWait(b, pebble.Sync)
+	}
+	if err != nil {
 		s.abortGroup(g, b, err)
 		return
 	}
@@ -347,20 +347,20 @@ func (s *Store) abortGroup(g *group, b *pebble.Batch, cause error) {
 	s.log.Error("store batch failed", "err", cause)
 }
 
-func (s *Store) applyOne(g *group, b *pebble.Batch, m *mutation) error {
+func (s *Store) applyOne(g *group, gb *groupBatch, m *mutation) error {
 	switch m.op {
 	case opCreate:
-		return s.applyCreate(g, b, m)
+		return s.applyCreate(g, gb, m)
 	case opUpdate:
-		return s.applyUpdate(g, b, m)
+		return s.applyUpdate(g, gb, m)
 	case opUpdateStatus:
-		return s.applyUpdateStatus(g, b, m)
+		return s.applyUpdateStatus(g, gb, m)
 	case opDelete:
-		return s.applyDelete(g, b, m)
+		return s.applyDelete(g, gb, m)
 	case opPutKV, opGetKV, opTakeKV, opDeleteKV:
-		return s.applyKV(g, b, m)
+		return s.applyKV(g, gb, m)
 	case opCompact:
-		return s.compactTo(g, b, m.keepFrom)
+		return s.compactTo(g, gb, m.keepFrom)
 	default:
 		return fmt.Errorf("store: unknown operation %d", m.op)
 	}
@@ -385,7 +385,7 @@ type version struct {
 // updates the writer view. The object (its JSON raw or its tree, and its
 // labels) must already carry resourceVersion = seq. sl is k's slot, nil if
 // it has none yet.
-func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, typ string, now time.Time,
+func (s *Store) emit(g *group, gb *groupBatch, k objKey, sl *slot, seq uint64, typ string, now time.Time,
 	raw []byte, tree *unstructured.Unstructured, labels map[string]string, prev *entry, remove bool) error {
 	// One allocation holds the object version, its event and its entry.
 	v := &version{}
@@ -405,30 +405,23 @@ func (s *Store) emit(g *group, b *pebble.Batch, k objKey, sl *slot, seq uint64, 
 			}
 		}
 	}
-	// The object is encoded once, straight into the history record. Batch.Set
-	// copies keys and values, so all buffers are reused across events.
-	rec, err := encodeRecord(s.w.recBuf[:0], ev)
-	s.w.recBuf = rec
-	if err != nil {
+	// The object is encoded once, straight into the batch buffer as the
+	// history record. The projection points at the object's latest history
+	// entry, which holds the record: the object is written once per event,
+	// and Open reads one entry per object. The group's watch-log entry
+	// (applyGroup) points at the history entries too; history is never
+	// trimmed, so the pointers stay valid.
+	s.w.keyBuf = appendHistoryKey(s.w.keyBuf[:0], k.resource, k.ns, k.name, seq)
+	if err := gb.setEncoded(s.w.keyBuf, func(b []byte) ([]byte, error) { return encodeRecord(b, ev) }); err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", k.ns, k.name, err)
 	}
-	s.w.keyBuf = appendHistoryKey(s.w.keyBuf[:0], k.resource, k.ns, k.name, seq)
-	// The projection points at the object's latest history entry, which
-	// holds the record: the object is written once per event, and Open reads
-	// one entry per object. The group's watch-log entry (applyGroup) points
-	// at the history entries too; history is never trimmed, so the pointers
-	// stay valid.
-	err = b.Set(s.w.keyBuf, rec, nil)
 	s.w.okBuf = appendObjectKey(s.w.okBuf[:0], k.resource, k.ns, k.name)
 	if remove {
-		err = errors.Join(err, b.Delete(s.w.okBuf, nil))
+		gb.delete(s.w.okBuf)
 	} else {
 		var ptr [8]byte
 		binary.BigEndian.PutUint64(ptr[:], seq)
-		err = errors.Join(err, b.Set(s.w.okBuf, ptr[:], nil))
-	}
-	if err != nil {
-		return fmt.Errorf("store: build batch: %w", err)
+		gb.set(s.w.okBuf, ptr[:])
 	}
 	a := nsName{k.ns, k.name}
 	if sl == nil {
@@ -465,7 +458,7 @@ func labelsEqual(a, b map[string]string) bool {
 }
 
 // compactTo trims the watch log below keepFrom (clamped to the next seq).
-func (s *Store) compactTo(g *group, b *pebble.Batch, keepFrom uint64) error {
+func (s *Store) compactTo(g *group, gb *groupBatch, keepFrom uint64) error {
 	if keepFrom > s.w.seq+1 {
 		keepFrom = s.w.seq + 1
 	}
@@ -486,13 +479,12 @@ func (s *Store) compactTo(g *group, b *pebble.Batch, keepFrom uint64) error {
 			end = held
 		}
 	}
-	var err error
 	if start := eventKey(s.w.compactFrom); bytes.Compare(start, end) < 0 { // else the entry holding both floors stays
-		err = b.DeleteRange(start, end, nil)
+		if err := gb.deleteRange(start, end); err != nil {
+			return fmt.Errorf("store: build compaction: %w", err)
+		}
 	}
-	if err = errors.Join(err, b.Set(keyCompact, encodeUint64(keepFrom), nil)); err != nil {
-		return fmt.Errorf("store: build compaction: %w", err)
-	}
+	gb.set(keyCompact, encodeUint64(keepFrom))
 	s.w.compactFrom = keepFrom
 	g.compactFrom = keepFrom
 	// Raise the published floor before the range deletion becomes visible,
