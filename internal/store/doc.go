@@ -8,15 +8,17 @@
 // Every mutation is handed to one writer goroutine. The writer drains all
 // pending mutations, decides each one in order against its own view of the
 // current state (so conflicts inside a group are decided in arrival order),
-// encodes them into one pebble batch and applies it as a synced write
-// (DB.ApplyNoSyncWait with pebble.Sync), then immediately moves on to the
-// next group while the WAL fsync is in flight; pebble coalesces the fsyncs
-// of all groups applied meanwhile. A small goroutine per group waits for
-// its fsync; because WAL syncs complete in write order, whichever waiter wakes
-// first publishes the whole durable prefix of groups, in order: it updates the
-// in-memory index that serves Get/List, fans the events out to watchers in
-// sequence order and only then acknowledges the callers. A caller is never
-// acknowledged, and no reader or watcher sees a change, before it is on disk.
+// encodes them into one pebble batch (point writes in key order, so pebble's
+// memtable inserts reuse their skiplist search; ADR 0016) and applies it as
+// a synced write (DB.ApplyNoSyncWait with pebble.Sync), then immediately
+// moves on to the next group while the WAL fsync is in flight; pebble
+// coalesces the fsyncs of all groups applied meanwhile. A small goroutine
+// per group waits for its fsync; because WAL syncs complete in write order,
+// whichever waiter wakes first publishes the whole durable prefix of groups,
+// in order: it updates the in-memory index that serves Get/List, fans the
+// events out to watchers in sequence order and only then acknowledges the
+// callers. A caller is never acknowledged, and no reader or watcher sees a
+// change, before it is on disk.
 // Side-table reads (GetKV goes through the writer; ScanKV/LastKV wait for the
 // groups they may have seen) return only durable values too. A WAL write or
 // sync failure is fatal in pebble (it panics through its logger); the store
