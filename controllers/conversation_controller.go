@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"aicli.dev/aicli/internal/liveguest"
 	"context"
 	"fmt"
 	"log/slog"
@@ -53,7 +54,7 @@ type ConversationReconciler struct {
 	Client   *storeclient.Client
 	Runtime  runtime.Runtime
 	Images   *ImageCache
-	Sessions *Sessions
+	Sessions *liveguest.Registry
 	// Egress holds each live conversation's egress policy; nil runs without
 	// egress (containers still have no network at all).
 	Egress EgressPolicies

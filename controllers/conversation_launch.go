@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"aicli.dev/aicli/guest/egress/egresswire"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
-	guestegress "aicli.dev/aicli/guest/egress"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/runtime"
@@ -300,7 +300,7 @@ func (r *ConversationReconciler) providerAccess(agent *v1alpha1.Agent) (*ptyapi.
 	}
 	access := &ptyapi.ProviderAccess{}
 	if p.Endpoint != "" {
-		access.BaseURL = guestegress.ProviderURL(guestegress.DefaultProviderAddr)
+		access.BaseURL = egresswire.ProviderURL(egresswire.DefaultProviderAddr)
 	}
 	if p.Credential == v1alpha1.CredentialSecret {
 		if r.Secrets == nil || p.SecretName == "" {
@@ -319,12 +319,13 @@ func (r *ConversationReconciler) providerAccess(agent *v1alpha1.Agent) (*ptyapi.
 func (r *ConversationReconciler) startRequest(conv *v1alpha1.Conversation, agent *v1alpha1.Agent) ptyapi.StartRequest {
 	// The working directory is the guest's default (the workspace mount).
 	req := ptyapi.StartRequest{
-		Harness: string(agent.Spec.Harness),
-		Model:   agent.Spec.Model,
-		Env:     map[string]string{},
+		Harness:      string(agent.Spec.Harness),
+		Model:        agent.Spec.Model,
+		Env:          map[string]string{},
+		Instructions: agent.Spec.Persona,
 	}
 	if r.Egress != nil {
-		for k, v := range guestegress.CLIEnv(guestegress.DefaultProxyAddr) {
+		for k, v := range egresswire.CLIEnv(egresswire.DefaultProxyAddr) {
 			req.Env[k] = v
 		}
 	}

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
+	"aicli.dev/aicli/internal/liveguest"
 	"context"
 	"fmt"
 	"io"
@@ -62,7 +64,7 @@ type convEnv struct {
 	*harness
 	rt       *fake.Runtime
 	egress   *policyRecorder
-	sessions *Sessions
+	sessions *liveguest.Registry
 }
 
 // policyRecorder records the egress policies the controller installs.
@@ -118,7 +120,7 @@ func startConversations(t *testing.T) *convEnv {
 		st.Close()
 	})
 	rec := &policyRecorder{policies: map[string]egress.Policy{}}
-	sessions := &Sessions{}
+	sessions := &liveguest.Registry{}
 	err = Start(ctx, Options{Store: st, DataDir: dir, SupervisorID: "sup-test", Logger: log, SkipNameValidation: true,
 		Runtime: rt, Images: fixedImage{}, Gateway: gw, Egress: rec, Sessions: sessions})
 	if err != nil {
@@ -145,10 +147,10 @@ func inProcessGuest(t *testing.T) fake.ProcessFunc {
 			env[k] = v
 		}
 		boot := sidechannel.Bootstrap{
-			SocketPath:            hostPath(env[sidechannel.EnvSocket]),
-			SupervisorFingerprint: env[sidechannel.EnvFingerprint],
-			ConversationID:        env[sidechannel.EnvConversationID],
-			LaunchToken:           env[sidechannel.EnvLaunchToken],
+			SocketPath:            hostPath(env[scwire.EnvSocket]),
+			SupervisorFingerprint: env[scwire.EnvFingerprint],
+			ConversationID:        env[scwire.EnvConversationID],
+			LaunchToken:           env[scwire.EnvLaunchToken],
 		}
 		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 		if err != nil {
@@ -246,7 +248,7 @@ func TestConversationLaunchPauseResumeArchive(t *testing.T) {
 		t.Fatalf("container spec: network %q labels %v", spec.Network, spec.Labels)
 	}
 	for _, kv := range spec.Env {
-		if strings.HasPrefix(kv, sidechannel.EnvLaunchToken+"=") && len(kv) < len(sidechannel.EnvLaunchToken)+20 {
+		if strings.HasPrefix(kv, scwire.EnvLaunchToken+"=") && len(kv) < len(scwire.EnvLaunchToken)+20 {
 			t.Fatalf("launch token missing: %q", kv)
 		}
 	}

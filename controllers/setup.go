@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"aicli.dev/aicli/internal/liveguest"
 	"context"
 	"fmt"
 	"log/slog"
@@ -40,10 +41,10 @@ type Options struct {
 	// other kinds).
 	Runtime runtime.Runtime
 	Images  ImageEnsurer
-	Gateway GuestGateway
+	Gateway liveguest.Gateway
 	// Sessions, when set, is the live-guest registry to use (the API's send,
 	// screen and attach read it); Start fills in its Gateway, Changed and Ctx.
-	Sessions *Sessions
+	Sessions *liveguest.Registry
 	// Egress and Secrets serve conversations' network reach and model
 	// credentials (optional).
 	Egress  EgressPolicies
@@ -117,7 +118,7 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 	}
 	sessions := opts.Sessions
 	if sessions == nil {
-		sessions = &Sessions{}
+		sessions = &liveguest.Registry{DialTimeout: GuestDialTimeout}
 	}
 	sessions.Gateway, sessions.Changed, sessions.Ctx, sessions.Logger = opts.Gateway, trigger, ctx, opts.Logger
 	images := &ImageCache{Ensurer: opts.Images, Logger: opts.Logger, Ctx: ctx, Changed: func(string) {

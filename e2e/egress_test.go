@@ -3,6 +3,7 @@
 package e2e_test
 
 import (
+	"aicli.dev/aicli/guest/egress/egresswire"
 	"context"
 	"fmt"
 	"io"
@@ -23,7 +24,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"aicli.dev/aicli/e2e/framework"
-	guestegress "aicli.dev/aicli/guest/egress"
 	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
@@ -112,7 +112,7 @@ var _ = Describe("Default-deny egress", Ordered, Label("egress"), func() {
 			Expect(err).NotTo(HaveOccurred(), "the guest never completed the handshake")
 			pid := hostPID(ctx, id)
 
-			proxied := netnsClient(pid, "http://"+guestegress.DefaultProxyAddr)
+			proxied := netnsClient(pid, "http://"+egresswire.DefaultProxyAddr)
 			direct := netnsClient(pid, "")
 
 			By("an allowed host:port through the guest's forward proxy")
@@ -132,7 +132,7 @@ var _ = Describe("Default-deny egress", Ordered, Label("egress"), func() {
 				strings.TrimPrefix(tlsAllowed.URL, "https://")})
 			Expect(err).NotTo(HaveOccurred())
 			server.SetPolicy(l.ConversationID, tlsPolicy) // a policy change applies to the next stream
-			proxiedTLS := netnsClient(pid, "http://"+guestegress.DefaultProxyAddr)
+			proxiedTLS := netnsClient(pid, "http://"+egresswire.DefaultProxyAddr)
 			proxiedTLS.Transport.(*http.Transport).TLSClientConfig = tlsAllowed.Client().Transport.(*http.Transport).TLSClientConfig
 			body, code, err := fetch(ctx, proxiedTLS, tlsAllowed.URL+"/secure")
 			Expect(err).NotTo(HaveOccurred())
@@ -140,7 +140,7 @@ var _ = Describe("Default-deny egress", Ordered, Label("egress"), func() {
 			Expect(body).To(Equal("tls /secure"))
 
 			By("the provider endpoint through the guest's provider port")
-			body, code, err = fetch(ctx, direct, "http://"+guestegress.DefaultProviderAddr+"/v1/messages")
+			body, code, err = fetch(ctx, direct, "http://"+egresswire.DefaultProviderAddr+"/v1/messages")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(code).To(Equal(http.StatusOK))
 			Expect(body).To(Equal("allowed /provider/v1/messages"))

@@ -1,13 +1,13 @@
 package daemon
 
 import (
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
 
 	"aicli.dev/aicli/guest/ptyhost"
-	"aicli.dev/aicli/guest/sidechannel"
 )
 
 // Environment variables the guest reads (besides the side-channel bootstrap).
@@ -21,8 +21,8 @@ const (
 	EnvStopGrace = "AICLI_STOP_GRACE" // SIGTERM→SIGKILL grace for the CLI (default 3s)
 	EnvLinger    = "AICLI_EXIT_LINGER"
 	// EnvMirrorOutput ("1" or "0", default "0") says whether a supervised guest also copies the CLI's raw output
-	// to its stdout (see sidechannel.EnvMirrorOutput).
-	EnvMirrorOutput = sidechannel.EnvMirrorOutput
+	// to its stdout (see scwire.EnvMirrorOutput).
+	EnvMirrorOutput = scwire.EnvMirrorOutput
 )
 
 // Config is the guest daemon's configuration.

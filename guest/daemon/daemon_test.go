@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"bytes"
 	"context"
 	"errors"
@@ -25,7 +26,6 @@ import (
 	"aicli.dev/aicli/guest/internal/testenv"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyclient"
-	"aicli.dev/aicli/guest/sidechannel"
 	"aicli.dev/aicli/internal/gateway"
 )
 
@@ -231,7 +231,7 @@ func startSupervised(ctx context.Context, t *testing.T, conv string, env ...stri
 	d := testenv.NewDirs(t, testBase)
 	var extra []string
 	for k, v := range launch.Env {
-		if k == sidechannel.EnvSocket {
+		if k == scwire.EnvSocket {
 			v = launch.HostSocket // no container here: dial the host path
 		}
 		extra = append(extra, k+"="+v)
@@ -331,12 +331,12 @@ func TestSupervisedModeOverTheSideChannel(t *testing.T) {
 		return strings.Contains(stdout.String(), "fake[turn 1]: through the side channel")
 	})
 	// Neither the CLI's environment nor the guest's logs hold the launch token.
-	token := launch.Env[sidechannel.EnvLaunchToken]
+	token := launch.Env[scwire.EnvLaunchToken]
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", resp.PID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{token, sidechannel.EnvLaunchToken, sidechannel.EnvFingerprint, sidechannel.EnvSocket} {
+	for _, k := range []string{token, scwire.EnvLaunchToken, scwire.EnvFingerprint, scwire.EnvSocket} {
 		if bytes.Contains(env, []byte(k)) {
 			t.Fatalf("CLI environment contains %q", k)
 		}

@@ -16,12 +16,6 @@ import (
 	"aicli.dev/aicli/guest/egress/egresswire"
 )
 
-// Default loopback addresses of the two listeners inside the container.
-const (
-	DefaultProviderAddr = "127.0.0.1:8780"
-	DefaultProxyAddr    = "127.0.0.1:3128"
-)
-
 // Defaults for Options.
 const (
 	DefaultMaxConns      = 192
@@ -40,9 +34,9 @@ type Opener interface {
 type Options struct {
 	// Streams opens side-channel streams to the supervisor. Required.
 	Streams Opener
-	// ProviderAddr is the provider port's listen address (default DefaultProviderAddr).
+	// ProviderAddr is the provider port's listen address (default egresswire.DefaultProviderAddr).
 	ProviderAddr string
-	// ProxyAddr is the forward proxy's listen address (default DefaultProxyAddr).
+	// ProxyAddr is the forward proxy's listen address (default egresswire.DefaultProxyAddr).
 	ProxyAddr string
 	// MaxConns bounds concurrent client connections over both listeners (default 192, below the gateway's
 	// 256 streams per guest); more are closed at once.
@@ -73,10 +67,10 @@ func Listen(opts Options) (*Proxy, error) {
 		return nil, errors.New("egress: Streams is required")
 	}
 	if opts.ProviderAddr == "" {
-		opts.ProviderAddr = DefaultProviderAddr
+		opts.ProviderAddr = egresswire.DefaultProviderAddr
 	}
 	if opts.ProxyAddr == "" {
-		opts.ProxyAddr = DefaultProxyAddr
+		opts.ProxyAddr = egresswire.DefaultProxyAddr
 	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns

@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"aicli.dev/aicli/guest/egress/egresswire"
 	"bufio"
 	"context"
 	"errors"
@@ -55,7 +56,7 @@ func TestSupervisorUnreachable(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	r2, err := http.Get(egress.ProviderURL(p.ProviderAddr().String()) + "/v1/messages")
+	r2, err := http.Get(egresswire.ProviderURL(p.ProviderAddr().String()) + "/v1/messages")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestMaxConns(t *testing.T) {
 }
 
 func TestCLIEnv(t *testing.T) {
-	env := egress.CLIEnv(egress.DefaultProxyAddr)
+	env := egresswire.CLIEnv(egresswire.DefaultProxyAddr)
 	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
 		if env[k] != "http://127.0.0.1:3128" {
 			t.Errorf("%s = %q", k, env[k])
@@ -112,7 +113,7 @@ func TestCLIEnv(t *testing.T) {
 	if !strings.Contains(env["NO_PROXY"], "127.0.0.1") || env["no_proxy"] != env["NO_PROXY"] {
 		t.Errorf("NO_PROXY %q no_proxy %q: loopback (the provider port) must bypass the proxy", env["NO_PROXY"], env["no_proxy"])
 	}
-	if got := egress.ProviderURL(egress.DefaultProviderAddr); got != "http://127.0.0.1:8780" {
+	if got := egresswire.ProviderURL(egresswire.DefaultProviderAddr); got != "http://127.0.0.1:8780" {
 		t.Errorf("ProviderURL = %q", got)
 	}
 }

@@ -65,6 +65,10 @@ type StartRequest struct {
 	// Provider, when set, is how the CLI reaches its model provider; the
 	// harness adapter maps it onto the CLI's own settings.
 	Provider *ProviderAccess `json:"provider,omitempty"`
+	// Instructions are the agent's standing instructions (its persona, and
+	// whatever else the supervisor adds to the rehydration bundle), written
+	// where the CLI reads standing instructions; empty writes none.
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // ProviderAccess is how a CLI reaches its model provider.

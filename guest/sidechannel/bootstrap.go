@@ -9,23 +9,6 @@ import (
 	"aicli.dev/aicli/guest/sidechannel/wire"
 )
 
-// Bootstrap environment variable names. The supervisor sets all four on a guest container; the guest daemon
-// reads them with BootstrapFromEnv.
-const (
-	// EnvSocket is the side-channel socket path as seen inside the container.
-	EnvSocket = "AICLI_SUPERVISOR_SOCKET"
-	// EnvFingerprint is the supervisor's pinned key fingerprint ("sha256:<hex>").
-	EnvFingerprint = "AICLI_SUPERVISOR_FINGERPRINT"
-	// EnvConversationID is the conversation this container runs.
-	EnvConversationID = "AICLI_CONVERSATION_ID"
-	// EnvLaunchToken is the single-use launch token; BootstrapFromEnv removes it from the environment.
-	EnvLaunchToken = "AICLI_LAUNCH_TOKEN"
-	// EnvMirrorOutput is optional: "1" makes the supervised guest also copy the CLI's raw output to its stdout,
-	// the container's log. Off by default: the supervisor has the stream, and the engine's log capture of a
-	// fast-scrolling CLI costs about a CPU core. (The transparent proxy, without a supervisor, always does.)
-	EnvMirrorOutput = "AICLI_MIRROR_OUTPUT"
-)
-
 // Bootstrap is what a guest needs to dial its supervisor.
 type Bootstrap struct {
 	// SocketPath is the unix socket to dial (normally /run/aicli/gw.sock).
@@ -45,16 +28,16 @@ type Bootstrap struct {
 func (b Bootstrap) Validate() error {
 	var errs []error
 	if b.SocketPath == "" {
-		errs = append(errs, fmt.Errorf("%s: socket path is empty", EnvSocket))
+		errs = append(errs, fmt.Errorf("%s: socket path is empty", wire.EnvSocket))
 	}
 	if !wire.ValidFingerprint(b.SupervisorFingerprint) {
-		errs = append(errs, fmt.Errorf("%s: want %s<64 lower-case hex digits>", EnvFingerprint, wire.FingerprintPrefix))
+		errs = append(errs, fmt.Errorf("%s: want %s<64 lower-case hex digits>", wire.EnvFingerprint, wire.FingerprintPrefix))
 	}
 	if b.ConversationID == "" {
-		errs = append(errs, fmt.Errorf("%s: conversation id is empty", EnvConversationID))
+		errs = append(errs, fmt.Errorf("%s: conversation id is empty", wire.EnvConversationID))
 	}
 	if b.LaunchToken == "" {
-		errs = append(errs, fmt.Errorf("%s: launch token is empty", EnvLaunchToken))
+		errs = append(errs, fmt.Errorf("%s: launch token is empty", wire.EnvLaunchToken))
 	}
 	return errors.Join(errs...)
 }
@@ -63,7 +46,7 @@ func (b Bootstrap) Validate() error {
 // unsupervised. A partial or malformed set is an error. In every case where the launch token variable was set it
 // is removed from the process environment, so children (the AI CLI) never inherit it.
 func BootstrapFromEnv() (b Bootstrap, ok bool, err error) {
-	names := []string{EnvSocket, EnvFingerprint, EnvConversationID, EnvLaunchToken}
+	names := []string{wire.EnvSocket, wire.EnvFingerprint, wire.EnvConversationID, wire.EnvLaunchToken}
 	vals := make(map[string]string, len(names))
 	var missing []string
 	for _, n := range names {
@@ -74,9 +57,9 @@ func BootstrapFromEnv() (b Bootstrap, ok bool, err error) {
 			missing = append(missing, n)
 		}
 	}
-	if _, set := os.LookupEnv(EnvLaunchToken); set {
-		if err := os.Unsetenv(EnvLaunchToken); err != nil {
-			return Bootstrap{}, false, fmt.Errorf("scrub %s: %w", EnvLaunchToken, err)
+	if _, set := os.LookupEnv(wire.EnvLaunchToken); set {
+		if err := os.Unsetenv(wire.EnvLaunchToken); err != nil {
+			return Bootstrap{}, false, fmt.Errorf("scrub %s: %w", wire.EnvLaunchToken, err)
 		}
 	}
 	if len(vals) == 0 {
@@ -86,10 +69,10 @@ func BootstrapFromEnv() (b Bootstrap, ok bool, err error) {
 		return Bootstrap{}, false, fmt.Errorf("side-channel bootstrap is partial: missing %s", strings.Join(missing, ", "))
 	}
 	b = Bootstrap{
-		SocketPath:            vals[EnvSocket],
-		SupervisorFingerprint: vals[EnvFingerprint],
-		ConversationID:        vals[EnvConversationID],
-		LaunchToken:           vals[EnvLaunchToken],
+		SocketPath:            vals[wire.EnvSocket],
+		SupervisorFingerprint: vals[wire.EnvFingerprint],
+		ConversationID:        vals[wire.EnvConversationID],
+		LaunchToken:           vals[wire.EnvLaunchToken],
 	}
 	if err := b.Validate(); err != nil {
 		return Bootstrap{}, false, fmt.Errorf("side-channel bootstrap: %w", err)

@@ -1,6 +1,7 @@
 package sidechannel_test
 
 import (
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,10 +14,10 @@ const goodFP = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef012345678
 
 func TestBootstrapFromEnv(t *testing.T) {
 	full := map[string]string{
-		sidechannel.EnvSocket:         "/run/aicli/gw.sock",
-		sidechannel.EnvFingerprint:    goodFP,
-		sidechannel.EnvConversationID: "conv-1",
-		sidechannel.EnvLaunchToken:    "tok-secret",
+		scwire.EnvSocket:         "/run/aicli/gw.sock",
+		scwire.EnvFingerprint:    goodFP,
+		scwire.EnvConversationID: "conv-1",
+		scwire.EnvLaunchToken:    "tok-secret",
 	}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -38,15 +39,15 @@ func TestBootstrapFromEnv(t *testing.T) {
 	}{
 		{"none set", map[string]string{}, false, ""},
 		{"complete", full, true, ""},
-		{"token missing", with(sidechannel.EnvLaunchToken, "<unset>"), false, sidechannel.EnvLaunchToken},
-		{"only token", map[string]string{sidechannel.EnvLaunchToken: "tok-secret"}, false, "partial"},
-		{"bad fingerprint", with(sidechannel.EnvFingerprint, "sha256:XYZ"), false, sidechannel.EnvFingerprint},
-		{"upper-case fingerprint", with(sidechannel.EnvFingerprint, strings.ToUpper(goodFP)), false, sidechannel.EnvFingerprint},
-		{"empty conversation", with(sidechannel.EnvConversationID, ""), false, sidechannel.EnvConversationID},
+		{"token missing", with(scwire.EnvLaunchToken, "<unset>"), false, scwire.EnvLaunchToken},
+		{"only token", map[string]string{scwire.EnvLaunchToken: "tok-secret"}, false, "partial"},
+		{"bad fingerprint", with(scwire.EnvFingerprint, "sha256:XYZ"), false, scwire.EnvFingerprint},
+		{"upper-case fingerprint", with(scwire.EnvFingerprint, strings.ToUpper(goodFP)), false, scwire.EnvFingerprint},
+		{"empty conversation", with(scwire.EnvConversationID, ""), false, scwire.EnvConversationID},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{sidechannel.EnvSocket, sidechannel.EnvFingerprint, sidechannel.EnvConversationID, sidechannel.EnvLaunchToken} {
+			for _, k := range []string{scwire.EnvSocket, scwire.EnvFingerprint, scwire.EnvConversationID, scwire.EnvLaunchToken} {
 				t.Setenv(k, "") // registers restoration
 				if v, ok := tc.env[k]; ok {
 					t.Setenv(k, v)
@@ -71,7 +72,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 			if ok && (b.LaunchToken != "tok-secret" || b.ConversationID != "conv-1" || b.SocketPath != "/run/aicli/gw.sock" || b.SupervisorFingerprint != goodFP) {
 				t.Fatalf("bootstrap %+v", b)
 			}
-			if _, set := os.LookupEnv(sidechannel.EnvLaunchToken); set {
+			if _, set := os.LookupEnv(scwire.EnvLaunchToken); set {
 				t.Fatal("launch token still in the environment")
 			}
 		})
@@ -80,10 +81,10 @@ func TestBootstrapFromEnv(t *testing.T) {
 
 // TestChildDoesNotInheritToken checks the scrub with a real child process, as the AI CLI would be started.
 func TestChildDoesNotInheritToken(t *testing.T) {
-	t.Setenv(sidechannel.EnvSocket, "/run/aicli/gw.sock")
-	t.Setenv(sidechannel.EnvFingerprint, goodFP)
-	t.Setenv(sidechannel.EnvConversationID, "conv-1")
-	t.Setenv(sidechannel.EnvLaunchToken, "tok-secret-child")
+	t.Setenv(scwire.EnvSocket, "/run/aicli/gw.sock")
+	t.Setenv(scwire.EnvFingerprint, goodFP)
+	t.Setenv(scwire.EnvConversationID, "conv-1")
+	t.Setenv(scwire.EnvLaunchToken, "tok-secret-child")
 	if _, ok, err := sidechannel.BootstrapFromEnv(); !ok || err != nil {
 		t.Fatalf("ok %v err %v", ok, err)
 	}
@@ -91,10 +92,10 @@ func TestChildDoesNotInheritToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(out), "tok-secret-child") || strings.Contains(string(out), sidechannel.EnvLaunchToken) {
+	if strings.Contains(string(out), "tok-secret-child") || strings.Contains(string(out), scwire.EnvLaunchToken) {
 		t.Fatal("child process inherited the launch token")
 	}
-	if !strings.Contains(string(out), sidechannel.EnvConversationID+"=conv-1") {
+	if !strings.Contains(string(out), scwire.EnvConversationID+"=conv-1") {
 		t.Fatal("child env lost the non-secret variables (test is not looking at the right env)")
 	}
 }

@@ -59,7 +59,7 @@ func bootstrapFor(t *testing.T, g *gateway.Gateway, conv string) sidechannel.Boo
 		SocketPath:            filepath.Join(l.HostDir, wire.SocketName),
 		SupervisorFingerprint: g.Fingerprint(),
 		ConversationID:        conv,
-		LaunchToken:           l.Env[sidechannel.EnvLaunchToken],
+		LaunchToken:           l.Env[wire.EnvLaunchToken],
 	}
 }
 

@@ -1,6 +1,7 @@
 package egress_test
 
 import (
+	"aicli.dev/aicli/guest/egress/egresswire"
 	"bytes"
 	"context"
 	"log/slog"
@@ -154,7 +155,7 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 		SocketPath:            filepath.Join(l.HostDir, wire.SocketName),
 		SupervisorFingerprint: gw.Fingerprint(),
 		ConversationID:        e.conv,
-		LaunchToken:           l.Env[sidechannel.EnvLaunchToken],
+		LaunchToken:           l.Env[wire.EnvLaunchToken],
 		Outbound:              e.out,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -185,7 +186,7 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 		t.Fatal(err)
 	}
 	e.proxyURL = "http://" + p.ProxyAddr().String()
-	e.provider = guestegress.ProviderURL(p.ProviderAddr().String())
+	e.provider = egresswire.ProviderURL(p.ProviderAddr().String())
 	return e
 }
 

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"aicli.dev/aicli/guest/sidechannel"
 	"aicli.dev/aicli/guest/sidechannel/wire"
 )
 
@@ -130,15 +129,15 @@ func (g *Gateway) Prepare(ctx context.Context, conversationID string) (*Launch, 
 		HostSocket:     conv.sock,
 		ContainerDir:   wire.ContainerDir,
 		Env: map[string]string{
-			sidechannel.EnvSocket:         filepath.Join(wire.ContainerDir, wire.SocketName),
-			sidechannel.EnvFingerprint:    g.fingerprint,
-			sidechannel.EnvConversationID: conversationID,
-			sidechannel.EnvLaunchToken:    token,
+			wire.EnvSocket:         filepath.Join(wire.ContainerDir, wire.SocketName),
+			wire.EnvFingerprint:    g.fingerprint,
+			wire.EnvConversationID: conversationID,
+			wire.EnvLaunchToken:    token,
 		},
 		TokenExpiresAt: expires,
 	}
 	if g.opts.MirrorOutput {
-		l.Env[sidechannel.EnvMirrorOutput] = "1"
+		l.Env[wire.EnvMirrorOutput] = "1"
 	}
 	return l, nil
 }

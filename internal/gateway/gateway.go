@@ -55,7 +55,7 @@ type Options struct {
 	// its egress clients at 192 — is disconnected: the bound on what it can make the supervisor buffer (256 MiB).
 	MaxGuestStreams int
 	// MirrorOutput asks every guest to also copy its CLI's raw output to the container's log
-	// (sidechannel.EnvMirrorOutput).
+	// (wire.EnvMirrorOutput).
 	MirrorOutput bool
 }
 

@@ -30,7 +30,7 @@ func TestHappyPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.ContainerDir != "/run/aicli" || l.Env[sidechannel.EnvSocket] != "/run/aicli/gw.sock" {
+	if l.ContainerDir != "/run/aicli" || l.Env[wire.EnvSocket] != "/run/aicli/gw.sock" {
 		t.Fatalf("launch mount/env: %+v", l)
 	}
 	if l.HostSocket != filepath.Join(l.HostDir, "gw.sock") {
@@ -39,7 +39,7 @@ func TestHappyPath(t *testing.T) {
 	if fi, err := os.Stat(l.HostSocket); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket %v %v", fi, err)
 	}
-	if l.Env[sidechannel.EnvFingerprint] != e.g.Fingerprint() || l.Env[sidechannel.EnvConversationID] != "conv-1" {
+	if l.Env[wire.EnvFingerprint] != e.g.Fingerprint() || l.Env[wire.EnvConversationID] != "conv-1" {
 		t.Fatalf("launch env: %v", l.Env)
 	}
 	fi, err := os.Stat(l.HostDir)
@@ -555,8 +555,8 @@ func TestPrepareMirrorOutput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := l.Env[sidechannel.EnvMirrorOutput]; ok != mirror || (mirror && v != "1") {
-			t.Errorf("MirrorOutput=%v: launch env %s=%q (set %v)", mirror, sidechannel.EnvMirrorOutput, v, ok)
+		if v, ok := l.Env[wire.EnvMirrorOutput]; ok != mirror || (mirror && v != "1") {
+			t.Errorf("MirrorOutput=%v: launch env %s=%q (set %v)", mirror, wire.EnvMirrorOutput, v, ok)
 		}
 	}
 }

@@ -165,9 +165,9 @@ func (e *env) prepare(conv string) sidechannel.Bootstrap {
 func hostBootstrap(l *gateway.Launch) sidechannel.Bootstrap {
 	return sidechannel.Bootstrap{
 		SocketPath:            l.HostSocket,
-		SupervisorFingerprint: l.Env[sidechannel.EnvFingerprint],
-		ConversationID:        l.Env[sidechannel.EnvConversationID],
-		LaunchToken:           l.Env[sidechannel.EnvLaunchToken],
+		SupervisorFingerprint: l.Env[wire.EnvFingerprint],
+		ConversationID:        l.Env[wire.EnvConversationID],
+		LaunchToken:           l.Env[wire.EnvLaunchToken],
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"aicli.dev/aicli/internal/gateway"
 	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/liveguest"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/runtime/docker"
 	"aicli.dev/aicli/internal/secrets"
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("the supervisor requires Docker and cannot reach its engine (run hack/ensure-docker.sh): %w", err)
 	}
-	sessions := &controllers.Sessions{}
+	sessions := &liveguest.Registry{DialTimeout: controllers.GuestDialTimeout}
 	egressSrv, err := egress.NewServer(egress.Options{Logger: log, Registerer: reg, Denied: func(uid, target, reason string) {
 		sessions.RecordDenial(uid, target, reason)
 	}})

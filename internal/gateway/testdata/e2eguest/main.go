@@ -3,6 +3,7 @@
 package main
 
 import (
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -25,7 +26,7 @@ func main() {
 	defer stop()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, _ *http.Request) {
-		_, tokenVisible := os.LookupEnv(sidechannel.EnvLaunchToken)
+		_, tokenVisible := os.LookupEnv(scwire.EnvLaunchToken)
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"conversation": b.ConversationID,
 			"uid":          os.Getuid(),

@@ -1,4 +1,4 @@
-package controllers
+package liveguest
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"aicli.dev/aicli/internal/gateway"
 )
 
-// GuestGateway is the part of the side-channel gateway the controllers use.
-type GuestGateway interface {
+// Gateway is the part of the side-channel gateway the registry uses.
+type Gateway interface {
 	Prepare(ctx context.Context, conversationID string) (*gateway.Launch, error)
 	WaitGuest(ctx context.Context, conversationID string) (*gateway.GuestConn, error)
 	Guest(conversationID string) (*gateway.GuestConn, bool)
@@ -26,11 +26,19 @@ type GuestGateway interface {
 // statusPollInterval is how often a live guest's execution status is read.
 const statusPollInterval = 200 * time.Millisecond
 
-// Sessions tracks the live guest connection of every running conversation:
+// DefaultDialTimeout bounds the wait for a prepared or adopted container's
+// guest to complete its handshake.
+const DefaultDialTimeout = 20 * time.Second
+
+// Registry tracks the live guest connection of every running conversation:
 // it waits for guests to dial in, watches their execution status, and asks
 // for a reconcile whenever something changes. It never writes the store.
-type Sessions struct {
-	Gateway GuestGateway
+// The conversation controller drives it; the API's send, screen and attach
+// read live PTYs from it.
+type Registry struct {
+	Gateway Gateway
+	// DialTimeout bounds a background wait for a guest (default DefaultDialTimeout).
+	DialTimeout time.Duration
 	// Changed asks for a reconcile of a conversation.
 	Changed func(types.NamespacedName)
 	Logger  *slog.Logger
@@ -42,7 +50,7 @@ type Sessions struct {
 	mu sync.Mutex
 	m  map[string]*session // by conversation uid
 	// startedAt is when this process started; adopted containers get until
-	// startedAt+GuestDialTimeout to re-dial.
+	// startedAt+DialTimeout to re-dial.
 	startedAt time.Time
 	once      sync.Once
 }
@@ -59,7 +67,7 @@ type session struct {
 	cancel   context.CancelFunc
 }
 
-func (s *Sessions) init() {
+func (s *Registry) init() {
 	s.once.Do(func() {
 		s.m = map[string]*session{}
 		s.startedAt = time.Now()
@@ -69,13 +77,20 @@ func (s *Sessions) init() {
 	})
 }
 
+func (s *Registry) dialTimeout() time.Duration {
+	if s.DialTimeout > 0 {
+		return s.DialTimeout
+	}
+	return DefaultDialTimeout
+}
+
 // StartedAt is when the session registry started (the supervisor's start).
-func (s *Sessions) StartedAt() time.Time {
+func (s *Registry) StartedAt() time.Time {
 	s.init()
 	return s.startedAt
 }
 
-func (s *Sessions) get(key types.NamespacedName, uid string) *session {
+func (s *Registry) get(key types.NamespacedName, uid string) *session {
 	s.init()
 	sess := s.m[uid]
 	if sess == nil {
@@ -86,7 +101,7 @@ func (s *Sessions) get(key types.NamespacedName, uid string) *session {
 }
 
 // Prepare readies the gateway for a new container's guest.
-func (s *Sessions) Prepare(ctx context.Context, key types.NamespacedName, uid string) (*gateway.Launch, error) {
+func (s *Registry) Prepare(ctx context.Context, key types.NamespacedName, uid string) (*gateway.Launch, error) {
 	launch, err := s.Gateway.Prepare(ctx, uid)
 	if err != nil {
 		return nil, err
@@ -100,7 +115,7 @@ func (s *Sessions) Prepare(ctx context.Context, key types.NamespacedName, uid st
 // Adopt makes the gateway listen for the guest of a container that was
 // already running when this supervisor started, so the guest can re-dial with
 // its reconnect secret. Idempotent.
-func (s *Sessions) Adopt(ctx context.Context, key types.NamespacedName, uid string) error {
+func (s *Registry) Adopt(ctx context.Context, key types.NamespacedName, uid string) error {
 	s.mu.Lock()
 	prepared := s.get(key, uid).prepared
 	s.mu.Unlock()
@@ -114,7 +129,7 @@ func (s *Sessions) Adopt(ctx context.Context, key types.NamespacedName, uid stri
 // Guest returns the conversation's connected guest and its last observed
 // status. When no guest is connected it starts (once) a background wait that
 // requests a reconcile when one connects.
-func (s *Sessions) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, *gateway.GuestConn, bool) {
+func (s *Registry) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, *gateway.GuestConn, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.get(key, uid)
@@ -137,8 +152,8 @@ func (s *Sessions) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, *gat
 	return nil, nil, false
 }
 
-func (s *Sessions) waitGuest(key types.NamespacedName, uid string) {
-	ctx, cancel := context.WithTimeout(s.Ctx, GuestDialTimeout+5*time.Second)
+func (s *Registry) waitGuest(key types.NamespacedName, uid string) {
+	ctx, cancel := context.WithTimeout(s.Ctx, s.dialTimeout()+5*time.Second)
 	defer cancel()
 	_, err := s.Gateway.WaitGuest(ctx, uid)
 	s.mu.Lock()
@@ -152,7 +167,7 @@ func (s *Sessions) waitGuest(key types.NamespacedName, uid string) {
 }
 
 // attachLocked starts watching a newly connected guest.
-func (s *Sessions) attachLocked(sess *session, uid string, conn *gateway.GuestConn) {
+func (s *Registry) attachLocked(sess *session, uid string, conn *gateway.GuestConn) {
 	if sess.cancel != nil {
 		sess.cancel()
 	}
@@ -167,7 +182,7 @@ func (s *Sessions) attachLocked(sess *session, uid string, conn *gateway.GuestCo
 
 // watch polls the guest's status and asks for a reconcile on every change
 // and when the connection drops.
-func (s *Sessions) watch(ctx context.Context, key types.NamespacedName, uid string, conn *gateway.GuestConn, pty ptyapi.PTY) {
+func (s *Registry) watch(ctx context.Context, key types.NamespacedName, uid string, conn *gateway.GuestConn, pty ptyapi.PTY) {
 	t := time.NewTicker(statusPollInterval)
 	defer t.Stop()
 	for {
@@ -203,7 +218,7 @@ func statusChanged(a, b ptyapi.StatusInfo) bool {
 }
 
 // Status returns the last observed status of the conversation's guest.
-func (s *Sessions) Status(uid string) (ptyapi.StatusInfo, bool) {
+func (s *Registry) Status(uid string) (ptyapi.StatusInfo, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
@@ -215,7 +230,7 @@ func (s *Sessions) Status(uid string) (ptyapi.StatusInfo, bool) {
 }
 
 // Record stores a status the reconciler read itself.
-func (s *Sessions) Record(key types.NamespacedName, uid string, info ptyapi.StatusInfo) {
+func (s *Registry) Record(key types.NamespacedName, uid string, info ptyapi.StatusInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.get(key, uid)
@@ -224,7 +239,7 @@ func (s *Sessions) Record(key types.NamespacedName, uid string, info ptyapi.Stat
 
 // PTY returns the remote PTY of a live conversation, for the API's send,
 // screen and attach operations.
-func (s *Sessions) PTY(uid string) (ptyapi.PTY, bool) {
+func (s *Registry) PTY(uid string) (ptyapi.PTY, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
@@ -241,7 +256,7 @@ func (s *Sessions) PTY(uid string) (ptyapi.PTY, bool) {
 }
 
 // Forget stops watching the conversation and releases its gateway state.
-func (s *Sessions) Forget(uid string) error {
+func (s *Registry) Forget(uid string) error {
 	s.mu.Lock()
 	s.init()
 	if sess := s.m[uid]; sess != nil {
@@ -261,7 +276,7 @@ const maxPendingDenials = 10
 // RecordDenial notes a refused egress attempt of a live conversation and asks
 // for a reconcile, which records it on the conversation (an event in its
 // history). Unknown conversations are ignored.
-func (s *Sessions) RecordDenial(uid, target, reason string) {
+func (s *Registry) RecordDenial(uid, target, reason string) {
 	s.mu.Lock()
 	s.init()
 	sess := s.m[uid]
@@ -280,7 +295,7 @@ func (s *Sessions) RecordDenial(uid, target, reason string) {
 
 // TakeDenials returns and clears the refused egress attempts noted since the
 // last call.
-func (s *Sessions) TakeDenials(uid string) []v1alpha1.EgressDenial {
+func (s *Registry) TakeDenials(uid string) []v1alpha1.EgressDenial {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
