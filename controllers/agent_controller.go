@@ -40,8 +40,16 @@ type AgentReconciler struct {
 	Logger       *slog.Logger
 }
 
+// phases are the agent's sub-reconcilers, in order, each owning one condition.
+func (r *AgentReconciler) phases() []phase[*v1alpha1.Agent] {
+	return []phase[*v1alpha1.Agent]{
+		{condition: v1alpha1.ConditionReferencesResolved, run: r.reconcileReferences},
+		{condition: v1alpha1.ConditionHomeReady, run: r.reconcileHome, always: true},
+	}
+}
+
 // Reconcile implements reconcile.Reconciler.
-func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
+func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, retErr error) {
 	agent := &v1alpha1.Agent{}
 	if err := r.Client.Get(ctx, req.Namespace, req.Name, agent); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -50,10 +58,13 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, err
 	}
 	before := agent.Status.DeepCopy()
+	var out phaseOutcome
 	defer func() {
-		if retErr == nil {
-			retErr = r.writeStatus(ctx, agent, before)
+		// One status write on every exit, errors included.
+		if agent.DeletionTimestamp == nil {
+			markProgress(&agent.Status.Conditions, agent.Generation, out)
 		}
+		retErr = errors.Join(retErr, r.writeStatus(ctx, agent, before))
 	}()
 
 	if agent.DeletionTimestamp != nil {
@@ -67,22 +78,15 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		agent.Status = status
 	}
-	return r.reconcileNormal(ctx, agent)
-}
-
-func (r *AgentReconciler) reconcileNormal(ctx context.Context, agent *v1alpha1.Agent) (reconcile.Result, error) {
 	agent.Status.HomeSupervisor = r.SupervisorID
-	for _, phase := range []func(context.Context, *v1alpha1.Agent) error{r.reconcileReferences, r.reconcileHome} {
-		if err := phase(ctx, agent); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, nil
+	out = runPhases(ctx, agent, &agent.Status.Conditions, agent.Generation, false, r.phases())
+	return out.result, out.err
 }
 
-// reconcileReferences checks that every peer the agent names exists. A missing
-// peer is not an error to retry: the agent is re-reconciled when it appears.
-func (r *AgentReconciler) reconcileReferences(ctx context.Context, agent *v1alpha1.Agent) error {
+// reconcileReferences checks that every peer the agent names exists. A
+// missing peer stalls the agent (only the user can create it); the peer's
+// creation re-reconciles it.
+func (r *AgentReconciler) reconcileReferences(ctx context.Context, agent *v1alpha1.Agent) (reconcile.Result, error) {
 	var missing []string
 	for _, p := range namedPeers(&agent.Spec) {
 		if p == agent.Name || slices.Contains(missing, p) {
@@ -93,34 +97,32 @@ func (r *AgentReconciler) reconcileReferences(ctx context.Context, agent *v1alph
 		case apierrors.IsNotFound(err):
 			missing = append(missing, p)
 		case err != nil:
-			return err
+			return reconcile.Result{}, err
 		}
 	}
 	if len(missing) > 0 {
-		setCondition(&agent.Status.Conditions, agent.Generation, v1alpha1.ConditionReferencesResolved, metav1.ConditionFalse,
-			v1alpha1.ReasonPeerNotFound, fmt.Sprintf("spec.peers names agents that do not exist in namespace %q: %v", agent.Namespace, missing))
-		return nil
+		return reconcile.Result{}, stalled(v1alpha1.ReasonPeerNotFound,
+			"spec.peers names agents that do not exist in namespace %q: %v", agent.Namespace, missing)
 	}
 	setCondition(&agent.Status.Conditions, agent.Generation, v1alpha1.ConditionReferencesResolved, metav1.ConditionTrue,
 		v1alpha1.ReasonSucceeded, "every referenced agent exists")
-	return nil
+	return reconcile.Result{}, nil
 }
 
-// reconcileHome creates the durable home and workspace, owned by the guest user.
-func (r *AgentReconciler) reconcileHome(_ context.Context, agent *v1alpha1.Agent) error {
+// reconcileHome creates the durable home and workspace, owned by the guest
+// user. It runs even while a peer is missing: the home does not depend on it.
+func (r *AgentReconciler) reconcileHome(_ context.Context, agent *v1alpha1.Agent) (reconcile.Result, error) {
 	home := r.DataDir.AgentHome(agent.Namespace, agent.Name)
 	ws := r.DataDir.AgentWorkspace(agent.Namespace, agent.Name)
 	for _, dir := range []string{home, ws} {
 		if err := ensureOwnedDir(dir); err != nil {
-			setCondition(&agent.Status.Conditions, agent.Generation, v1alpha1.ConditionHomeReady, metav1.ConditionFalse,
-				v1alpha1.ReasonHomeUnavailable, err.Error())
-			return fmt.Errorf("agent %s/%s: %w", agent.Namespace, agent.Name, err)
+			return reconcile.Result{}, transient(v1alpha1.ReasonHomeUnavailable, fmt.Errorf("agent %s/%s: %w", agent.Namespace, agent.Name, err))
 		}
 	}
 	agent.Status.HomePath, agent.Status.WorkspacePath = home, ws
 	setCondition(&agent.Status.Conditions, agent.Generation, v1alpha1.ConditionHomeReady, metav1.ConditionTrue,
 		v1alpha1.ReasonSucceeded, "durable home and workspace exist")
-	return nil
+	return reconcile.Result{}, nil
 }
 
 func ensureOwnedDir(dir string) error {

@@ -1,8 +1,8 @@
 package controllers
 
 import (
-	"aicli.dev/aicli/internal/liveguest"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,11 +10,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/egress"
+	"aicli.dev/aicli/internal/gateway"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
@@ -47,14 +49,37 @@ type SecretReader interface {
 	Get(namespace, name string) ([]byte, error)
 }
 
+// LiveGuests is the live-guest registry (liveguest.Registry) as the
+// conversation controller drives it.
+type LiveGuests interface {
+	// Prepare readies the side channel for a new container's guest.
+	Prepare(ctx context.Context, key types.NamespacedName, uid string) (*gateway.Launch, error)
+	// Adopt listens for the guest of a container found running at start.
+	Adopt(ctx context.Context, key types.NamespacedName, uid string) error
+	// Guest returns the connected guest's PTY and key fingerprint.
+	Guest(key types.NamespacedName, uid string) (ptyapi.PTY, string, bool)
+	// StartedAt is when the registry (the supervisor) started.
+	StartedAt() time.Time
+	// Status is the guest's last observed status; Record stores one read directly.
+	Status(uid string) (ptyapi.StatusInfo, bool)
+	Record(key types.NamespacedName, uid string, info ptyapi.StatusInfo)
+	// PTY returns the live PTY, if any.
+	PTY(uid string) (ptyapi.PTY, bool)
+	// Forget releases everything held for the conversation.
+	Forget(uid string) error
+	// TakeDenials returns the refused egress attempts noted since the last call.
+	TakeDenials(uid string) []v1alpha1.EgressDenial
+}
+
 // ConversationReconciler converges each Conversation toward its desired state
 // (Active, Paused, Archived) with the container runtime, the guest images and
-// the side-channel gateway. A crash of any kind is an unplanned pause.
+// the side-channel gateway, through an ordered list of phases, each owning
+// one condition. A crash of any kind is an unplanned pause.
 type ConversationReconciler struct {
-	Client   *storeclient.Client
-	Runtime  runtime.Runtime
-	Images   *ImageCache
-	Sessions *liveguest.Registry
+	Client  *storeclient.Client
+	Runtime runtime.Runtime
+	Images  *ImageCache
+	Guests  LiveGuests
 	// Egress holds each live conversation's egress policy; nil runs without
 	// egress (containers still have no network at all).
 	Egress EgressPolicies
@@ -74,8 +99,22 @@ func (r *ConversationReconciler) now() time.Time {
 	return time.Now()
 }
 
+// phases are the conversation's sub-reconcilers, in order. Each handles both
+// directions: converging toward a live run, and (scope.stop) toward none.
+func (r *ConversationReconciler) phases() []phase[*convScope] {
+	return []phase[*convScope]{
+		{condition: v1alpha1.ConditionReferencesResolved, run: r.reconcileReferences},
+		{condition: v1alpha1.ConditionAccessResolved, run: r.reconcileAccess},
+		{condition: v1alpha1.ConditionImageReady, run: r.reconcileImage},
+		{condition: v1alpha1.ConditionContainerRunning, run: r.reconcileContainer},
+		{condition: v1alpha1.ConditionGuestConnected, run: r.reconcileGuest},
+		{condition: v1alpha1.ConditionCLIReady, run: r.reconcileCLI},
+		{condition: v1alpha1.ConditionResumable, run: r.reconcileResumable, always: true},
+	}
+}
+
 // Reconcile implements reconcile.Reconciler.
-func (r *ConversationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
+func (r *ConversationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, retErr error) {
 	conv := &v1alpha1.Conversation{}
 	if err := r.Client.Get(ctx, req.Namespace, req.Name, conv); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -84,10 +123,13 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		return reconcile.Result{}, err
 	}
 	before := conv.Status.DeepCopy()
+	var out phaseOutcome
 	defer func() {
-		if retErr == nil && conv.DeletionTimestamp == nil {
-			retErr = r.writeStatus(ctx, conv, before)
+		// One status write on every exit, errors included.
+		if conv.DeletionTimestamp == nil {
+			markProgress(&conv.Status.Conditions, conv.Generation, out)
 		}
+		retErr = errors.Join(retErr, r.writeStatus(ctx, conv, before))
 	}()
 
 	if conv.DeletionTimestamp != nil {
@@ -101,35 +143,55 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		}
 		conv.Status = status
 	}
-
-	agent := &v1alpha1.Agent{}
-	if err := r.Client.Get(ctx, conv.Namespace, conv.Spec.AgentRef, agent); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, err
-		}
-		r.condition(conv, v1alpha1.ConditionReferencesResolved, metav1.ConditionFalse, v1alpha1.ReasonAgentNotFound,
-			fmt.Sprintf("agent %q does not exist in namespace %q", conv.Spec.AgentRef, conv.Namespace))
-		// Nothing can run without its agent: make sure nothing does.
-		return reconcile.Result{}, r.teardown(ctx, conv, observedStateWithoutAgent(conv))
-	}
-	r.condition(conv, v1alpha1.ConditionReferencesResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
-		fmt.Sprintf("agent %q exists", agent.Name))
-
-	switch conv.Spec.DesiredState {
-	case v1alpha1.ConversationPaused:
-		return reconcile.Result{}, r.teardown(ctx, conv, v1alpha1.ConversationPaused)
-	case v1alpha1.ConversationArchived:
-		return reconcile.Result{}, r.teardown(ctx, conv, v1alpha1.ConversationArchived)
-	default:
-		return r.reconcileActive(ctx, conv, agent)
-	}
+	out = r.reconcileNormal(ctx, &convScope{conv: conv, key: types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name}})
+	return out.result, out.err
 }
 
-func observedStateWithoutAgent(conv *v1alpha1.Conversation) v1alpha1.ConversationState {
-	if conv.Spec.DesiredState == v1alpha1.ConversationArchived {
-		return v1alpha1.ConversationArchived
+// reconcileNormal runs the phases toward the desired state. Two verdicts
+// turn the pass around into a teardown pass: a stalled Active conversation
+// (nothing runs that the user's definition cannot satisfy; it starts once
+// fixed), and an unplanned pause (the desired state flips to Paused so that
+// nothing restarts in a loop).
+func (r *ConversationReconciler) reconcileNormal(ctx context.Context, s *convScope) phaseOutcome {
+	conds, phases := &s.conv.Status.Conditions, r.phases()
+	s.stop = !s.desiredActive()
+	out := runPhases(ctx, s, conds, s.conv.Generation, s.stop, phases)
+	var crash *unplannedPauseError
+	switch {
+	case errors.As(out.err, &crash):
+		r.Logger.Warn("unplanned pause", "conversation", s.key.String(), "reason", crash.why)
+		if err := r.flipToPaused(ctx, s.conv); err != nil {
+			return phaseOutcome{err: err}
+		}
+		s.stop, s.crash = true, crash.why
+		return runPhases(ctx, s, conds, s.conv.Generation, true, phases)
+	case out.blocked != nil && out.blocked.kind == blockStalled && !s.stop:
+		s.stop = true
+		s.stopReason, s.stopWhy = out.blocked.reason, out.blocked.msg
+		return runPhases(ctx, s, conds, s.conv.Generation, true, phases)
 	}
-	return v1alpha1.ConversationPaused
+	return out
+}
+
+// unplannedPauseError is a phase's verdict that the run ended by itself.
+type unplannedPauseError struct{ why string }
+
+func (e *unplannedPauseError) Error() string { return "unplanned pause: " + e.why }
+
+func unplannedPause(format string, args ...any) error {
+	return &unplannedPauseError{why: fmt.Sprintf(format, args...)}
+}
+
+// flipToPaused records a crash in the spec: desired Paused, keeping the
+// status gathered so far.
+func (r *ConversationReconciler) flipToPaused(ctx context.Context, conv *v1alpha1.Conversation) error {
+	status := conv.Status
+	conv.Spec.DesiredState = v1alpha1.ConversationPaused
+	if err := r.Client.Update(ctx, conv); err != nil {
+		return err
+	}
+	conv.Status = status
+	return nil
 }
 
 // reconcileDelete stops everything the conversation runs and releases the
@@ -148,22 +210,24 @@ func (r *ConversationReconciler) reconcileDelete(ctx context.Context, conv *v1al
 	return nil
 }
 
-func (r *ConversationReconciler) condition(conv *v1alpha1.Conversation, typ string, status metav1.ConditionStatus, reason, msg string) {
-	setCondition(&conv.Status.Conditions, conv.Generation, typ, status, reason, msg)
-}
-
 // writeStatus summarises Ready for the desired state, stamps the observed
 // generation and writes the status once, when it changed.
 func (r *ConversationReconciler) writeStatus(ctx context.Context, conv *v1alpha1.Conversation, before *v1alpha1.ConversationStatus) error {
-	deps := []string{v1alpha1.ConditionReferencesResolved}
-	if conv.Spec.DesiredState == v1alpha1.ConversationActive {
-		deps = append(deps, v1alpha1.ConditionImageReady, v1alpha1.ConditionContainerRunning,
-			v1alpha1.ConditionGuestConnected, v1alpha1.ConditionCLIReady)
+	if conv.DeletionTimestamp == nil {
+		deps := []string{v1alpha1.ConditionReferencesResolved}
+		if conv.Spec.DesiredState == v1alpha1.ConversationActive || conv.Spec.DesiredState == "" {
+			deps = append(deps, v1alpha1.ConditionAccessResolved, v1alpha1.ConditionImageReady, v1alpha1.ConditionContainerRunning,
+				v1alpha1.ConditionGuestConnected, v1alpha1.ConditionCLIReady)
+		}
+		summarizeReady(&conv.Status.Conditions, conv.Generation, deps...)
+		conv.Status.ObservedGeneration = conv.Generation
 	}
-	summarizeReady(&conv.Status.Conditions, conv.Generation, deps...)
-	conv.Status.ObservedGeneration = conv.Generation
 	if equality.Semantic.DeepEqual(before, &conv.Status) {
 		return nil
 	}
-	return r.Client.UpdateStatus(ctx, conv)
+	err := r.Client.UpdateStatus(ctx, conv)
+	if apierrors.IsNotFound(err) && conv.DeletionTimestamp != nil {
+		return nil // deleted once its finalizer went
+	}
+	return err
 }

@@ -298,7 +298,7 @@ func TestContainerDeathIsAnUnplannedPauseAndResumable(t *testing.T) {
 	}
 	c = e.waitConv("unplanned pause", "c", func(c *v1alpha1.Conversation) bool {
 		return c.Status.State == v1alpha1.ConversationPaused && c.Spec.DesiredState == v1alpha1.ConversationPaused &&
-			condReason(c, v1alpha1.ConditionContainerRunning) == ReasonUnplannedPause
+			condReason(c, v1alpha1.ConditionContainerRunning) == v1alpha1.ReasonUnplannedPause
 	})
 	if r := condReason(c, v1alpha1.ConditionResumable); r != v1alpha1.ReasonSucceeded {
 		t.Fatalf("crashed conversation not resumable: %s", r)
@@ -323,7 +323,7 @@ func TestResumeWithDeletedHomeStartsFreshAndSaysSo(t *testing.T) {
 		return idle(c) && c.Status.Session != nil && c.Status.Session.SessionID != old
 	})
 	cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionResumable)
-	if cond == nil || cond.Reason != ReasonHomeMissing || !strings.Contains(cond.Message, old) {
+	if cond == nil || cond.Reason != v1alpha1.ReasonHomeMissing || !strings.Contains(cond.Message, old) {
 		t.Fatalf("home loss not reported honestly: %+v", cond)
 	}
 }

@@ -130,7 +130,7 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 			trigger(types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name})
 		}
 	}}
-	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Sessions: sessions,
+	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Guests: sessions,
 		Egress: opts.Egress, Secrets: opts.Secrets, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger}
 	src := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		go func() {

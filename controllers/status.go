@@ -17,7 +17,7 @@ func setCondition(conds *[]metav1.Condition, generation int64, typ string, statu
 
 // summarizeReady sets Ready from the dependency conditions listed in deps:
 // True when all are True, otherwise False carrying the first failing one's
-// reason and message. Reconciling/Stalled are removed unless set as true.
+// reason and message. Reconciling and Stalled are markProgress's.
 func summarizeReady(conds *[]metav1.Condition, generation int64, deps ...string) {
 	for _, d := range deps {
 		c := meta.FindStatusCondition(*conds, d)

@@ -14,6 +14,9 @@ const (
 	ConditionHomeReady = "HomeReady"
 	// ConditionReferencesResolved reports that every object the spec names exists.
 	ConditionReferencesResolved = "ReferencesResolved"
+	// ConditionAccessResolved reports that a conversation's model credential
+	// resolved and its egress policy is installed.
+	ConditionAccessResolved = "AccessResolved"
 	// ConditionImageReady reports that the agent's guest image is built.
 	ConditionImageReady = "ImageReady"
 	// ConditionContainerRunning reports that the conversation's container runs.
@@ -30,16 +33,60 @@ const (
 	ConditionBreakerClosed = "BreakerClosed"
 )
 
-// Condition reasons.
+// Condition reasons shared by every kind.
 const (
-	ReasonSucceeded          = "Succeeded"
-	ReasonProgressing        = "Progressing"
-	ReasonNotImplemented     = "NotImplemented"
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonAgentNotFound      = "AgentNotFound"
-	ReasonPeerNotFound       = "PeerNotFound"
-	ReasonTargetNotFound     = "TargetNotFound"
-	ReasonHomeUnavailable    = "HomeUnavailable"
+	// ReasonSucceeded: the condition's dependency is ready.
+	ReasonSucceeded = "Succeeded"
+	// ReasonProgressing: not observed yet, or still converging.
+	ReasonProgressing = "Progressing"
+	// ReasonRetrying: the last attempt failed with a transient error; it is retried with backoff.
+	ReasonRetrying = "Retrying"
+	// ReasonNotImplemented: this supervisor does not converge the kind yet.
+	ReasonNotImplemented = "NotImplemented"
+	// ReasonInvalidSpec: the spec cannot be satisfied as written.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonAgentNotFound: a referenced agent does not exist.
+	ReasonAgentNotFound = "AgentNotFound"
+	// ReasonPeerNotFound: spec.peers names an agent that does not exist.
+	ReasonPeerNotFound = "PeerNotFound"
+	// ReasonTargetNotFound: a monitor's target does not exist.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonHomeUnavailable: the agent's durable home or workspace cannot be created.
+	ReasonHomeUnavailable = "HomeUnavailable"
+	// ReasonDependencyNotReady: something the object needs is not ready.
 	ReasonDependencyNotReady = "DependencyNotReady"
-	ReasonDeleting           = "Deleting"
+	// ReasonDeleting: the object is being deleted.
+	ReasonDeleting = "Deleting"
+)
+
+// Condition reasons of the conversation lifecycle.
+const (
+	// ReasonSecretNotFound: spec.provider.secretName of the agent names no supervisor-held secret.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretUnreadable: the supervisor could not read the agent's secret; it is retried.
+	ReasonSecretUnreadable = "SecretUnreadable"
+	// ReasonEgressInvalid: the agent's egress policy cannot be installed.
+	ReasonEgressInvalid = "EgressPolicyInvalid"
+	// ReasonBuilding: the guest image is being built.
+	ReasonBuilding = "Building"
+	// ReasonBuildFailed: the guest image build failed; it is retried.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonLaunchFailed: creating or starting the container, or starting the CLI, failed.
+	ReasonLaunchFailed = "LaunchFailed"
+	// ReasonWaitingForGuest: the container runs and its guest has not dialled in yet.
+	ReasonWaitingForGuest = "WaitingForGuest"
+	// ReasonStarting: the CLI was launched and has not shown its prompt yet.
+	ReasonStarting = "Starting"
+	// ReasonUnplannedPause: the run ended without being asked to (a crash is a pause).
+	ReasonUnplannedPause = "UnplannedPause"
+	// ReasonPaused: the conversation is paused.
+	ReasonPaused = "Paused"
+	// ReasonArchived: the conversation is archived.
+	ReasonArchived = "Archived"
+	// ReasonResumeUnsupported: the harness cannot resume its native session; a fresh one started.
+	ReasonResumeUnsupported = "ResumeUnsupported"
+	// ReasonHomeMissing: the durable home holding the native session was deleted.
+	ReasonHomeMissing = "HomeMissing"
+	// ReasonNoSession: no native session reference is recorded yet.
+	ReasonNoSession = "NoSession"
 )

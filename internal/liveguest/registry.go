@@ -126,10 +126,10 @@ func (s *Registry) Adopt(ctx context.Context, key types.NamespacedName, uid stri
 	return err
 }
 
-// Guest returns the conversation's connected guest and its last observed
-// status. When no guest is connected it starts (once) a background wait that
-// requests a reconcile when one connects.
-func (s *Registry) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, *gateway.GuestConn, bool) {
+// Guest returns the conversation's connected guest: its remote PTY and its
+// negotiated key's fingerprint. When no guest is connected it starts (once)
+// a background wait that requests a reconcile when one connects.
+func (s *Registry) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.get(key, uid)
@@ -138,18 +138,18 @@ func (s *Registry) Guest(key types.NamespacedName, uid string) (ptyapi.PTY, *gat
 		case <-sess.conn.Done():
 			sess.conn, sess.pty, sess.hasInfo = nil, nil, false
 		default:
-			return sess.pty, sess.conn, true
+			return sess.pty, sess.conn.GuestFingerprint(), true
 		}
 	}
 	if conn, ok := s.Gateway.Guest(uid); ok {
 		s.attachLocked(sess, uid, conn)
-		return sess.pty, sess.conn, true
+		return sess.pty, conn.GuestFingerprint(), true
 	}
 	if !sess.waiting {
 		sess.waiting = true
 		go s.waitGuest(key, uid)
 	}
-	return nil, nil, false
+	return nil, "", false
 }
 
 func (s *Registry) waitGuest(key types.NamespacedName, uid string) {
