@@ -233,7 +233,7 @@ func parseUsage(line []byte, at int) (spend.Buckets, bool) {
 		return spend.Buckets{}, false
 	}
 	if !hasWrite && hasBreak {
-		write = e5 + h1
+		write = spend.SatAdd(e5, h1)
 	}
 	h1 = min(h1, write)
 	return spend.Buckets{UncachedInput: in, CacheRead: read, CacheWrite5m: write - h1, CacheWrite1h: h1, Output: out}, true
