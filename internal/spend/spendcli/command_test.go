@@ -42,6 +42,9 @@ func TestLocalJSONAndTable(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "claude", "projects", "-w", "s.jsonl"),
 		`{"message":{"id":"m1","model":"claude-sonnet-4-5-20250929","usage":{"input_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":5,"output_tokens":20}},"requestId":"r1","type":"assistant","timestamp":"2025-11-03T10:00:00Z"}`+"\n"+
 			`{"message":{"id":"m2","model":"claude-mystery-1","usage":{"input_tokens":1,"output_tokens":2}},"requestId":"r2","type":"assistant","timestamp":"2025-11-04T10:00:00Z"}`+"\n")
+	if err := os.Mkdir(filepath.Join(dir, "codex"), 0o755); err != nil { // a named dir must exist, even empty
+		t.Fatal(err)
+	}
 	args := []string{"--local", "--offline", "--since", "2025-11-01", "--claude-dir", filepath.Join(dir, "claude"),
 		"--codex-dir", filepath.Join(dir, "codex"), "--data-dir", filepath.Join(dir, "data")}
 	out, err := run(t, nil, append(args, "-o", "json")...)
@@ -98,6 +101,26 @@ func TestViaSupervisorFetch(t *testing.T) {
 	}
 	if _, err := run(t, fetch, "-o", "yaml"); err == nil {
 		t.Fatal("bad output format accepted")
+	}
+}
+
+func TestLocalNamedDirsMustExist(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	writeFile(t, file, "x")
+	missing := filepath.Join(dir, "typo")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--claude-dir", missing}, "--claude-dir " + missing + ": no such directory"},
+		{[]string{"--claude-dir", dir, "--codex-dir", missing}, "--codex-dir " + missing + ": no such directory"},
+		{[]string{"--codex-dir", dir + "," + file}, "--codex-dir " + file + ": not a directory"},
+	} {
+		out, err := run(t, nil, append([]string{"--local", "--offline", "--data-dir", filepath.Join(dir, "data")}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want %q (output %q)", tc.args, err, tc.want, out)
+		}
 	}
 }
 
