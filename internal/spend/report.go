@@ -13,7 +13,8 @@ type Report struct {
 	Days []Day `json:"days"`
 	// UnpricedModels lists models whose tokens are counted but that no pricing source knows.
 	UnpricedModels []string `json:"unpricedModels"`
-	// UnparseableFiles counts files that could not be read or held no parseable line.
+	// UnparseableFiles counts files that could not be read or held no parseable line, and folders under a session
+	// root that could not be listed (their files' tokens are missing from the report).
 	UnparseableFiles int `json:"unparseableFiles"`
 	// UnparseableLines counts complete lines that could not be parsed.
 	UnparseableLines int64 `json:"unparseableLines"`

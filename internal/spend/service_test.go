@@ -3,6 +3,7 @@ package spend_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -384,5 +385,45 @@ func TestSumsSaturateInsteadOfWrapping(t *testing.T) {
 	// The same holds after a reload of the durable index.
 	if got := totals(f.history(f.service()), spend.HarnessCodex); got.Output != 9*huge {
 		t.Fatalf("reloaded: codex output %d", got.Output)
+	}
+}
+
+// TestUnreadableFolderIsCounted: a folder under a root that cannot be listed is counted with the unreadable files
+// (its files' tokens are unknown), not skipped silently. Tests run as root, who can list a mode-000 directory, so
+// permission denial goes through the parsers' ReadDir seam; a `projects` that is a file (ENOTDIR, which root gets
+// too) exercises the real filesystem.
+func TestUnreadableFolderIsCounted(t *testing.T) {
+	f := newFixture(t)
+	f.write(claudeFile, cl("m1", "r1", false, "2025-11-03T10:00:00Z", 1, 0, 0, 1))
+	f.write("claude/projects/-hidden/s.jsonl", cl("m2", "r2", false, "2025-11-03T10:00:00Z", 1, 0, 0, 10))
+	f.write("codex/sessions/2025/11/03/rollout-a.jsonl", `{"timestamp":"2025-11-03T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}`+"\n"+
+		`{"timestamp":"2025-11-03T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"output_tokens":10}}}}`+"\n")
+	denied := map[string]bool{filepath.Join(f.dir, "claude/projects/-hidden"): true, filepath.Join(f.dir, "codex/sessions/2025"): true}
+	readDir := func(name string) ([]fs.DirEntry, error) {
+		if denied[name] {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+		}
+		return os.ReadDir(name)
+	}
+	s, err := spend.NewService(spend.Options{IndexPath: f.index, Pricing: pricing.FileSource{Path: f.pricingFile()},
+		Parsers: []spend.SessionParser{claude.Parser{ReadDir: readDir}, codex.Parser{ReadDir: readDir}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := f.history(s)
+	if got := totals(rep, spend.HarnessClaude); rep.UnparseableFiles != 2 || got.Output != 1 || totals(rep, spend.HarnessCodex).Output != 0 {
+		t.Fatalf("unparseable files %d (want the 2 folders), claude output %d (want 1)", rep.UnparseableFiles, got.Output)
+	}
+	// Readable again: its files count, and nothing is reported unreadable.
+	clear(denied)
+	rep = f.history(s)
+	if got := totals(rep, spend.HarnessClaude); rep.UnparseableFiles != 0 || got.Output != 11 || totals(rep, spend.HarnessCodex).Output != 10 {
+		t.Fatalf("after access came back: unparseable files %d, claude %+v, codex %+v", rep.UnparseableFiles, got, totals(rep, spend.HarnessCodex))
+	}
+
+	// The real filesystem: a root whose projects is not a folder.
+	f.write("claude2/projects", "not a folder\n")
+	if rep = f.history(f.service()); rep.UnparseableFiles != 1 {
+		t.Fatalf("projects as a file: unparseable files %d, want 1", rep.UnparseableFiles)
 	}
 }
