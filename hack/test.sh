@@ -21,7 +21,7 @@ go vet -tags 'e2e realcli' ./e2e/...
 echo "== unit and integration tests"
 go test -count=1 -timeout 20m ./...
 echo "== Docker e2e"
-go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/
+go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/ ./internal/imagebuild/
 go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 echo "== real-CLI tier"
 # Claude Code, Codex, Gemini CLI and OpenCode in their guest images (built on first use from

@@ -350,16 +350,21 @@ func (b *Builder) build(ctx context.Context, harness, tag string, bc *buildConte
 		return fmt.Errorf("imagebuild: build %s: %w", tag, err)
 	}
 	defer resp.Body.Close()
+	var out buildOutput
 	if err := readBuildStream(resp.Body, func(line string) {
 		log.Debug("build", "line", line)
+		out.line(line)
 		progress(line)
 	}); err != nil {
+		b.removeIntermediates(ctx, &out, false, log)
 		return fmt.Errorf("imagebuild: build %s: %w", tag, err)
 	}
 	if _, err := b.Docker.ImageInspect(ctx, tag); err != nil {
+		b.removeIntermediates(ctx, &out, false, log)
 		return fmt.Errorf("imagebuild: build %s finished but the tag is missing: %w", tag, err)
 	}
 	log.Info("built guest image")
+	b.removeIntermediates(ctx, &out, true, log)
 	if b.PruneOld {
 		b.prune(ctx, harness, bc.hash, log)
 	}

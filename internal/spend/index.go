@@ -62,6 +62,9 @@ type index struct {
 	groups map[[16]byte][]groupEntry
 	// totals is derived: the sum of all file rows and all group contributions.
 	totals []Buckets
+	// stale is set when a contribution was taken off a saturated total (whose exact value is unknown): the totals
+	// must be recomputed from rows and groups before they are read.
+	stale bool
 
 	// Persistence bookkeeping: what changed since the last save, and the snapshot/log the next save extends.
 	dirtyFiles  map[string]bool
@@ -97,7 +100,23 @@ func (x *index) keyID(k aggKey) uint32 {
 }
 
 func (x *index) addTotal(id uint32, b Buckets) { x.totals[id] = x.totals[id].Add(b) }
-func (x *index) subTotal(id uint32, b Buckets) { x.totals[id] = x.totals[id].Sub(b) }
+
+// subTotal takes a contribution off a total. Contributions are never negative, so a total below MaxTokens is exact
+// and so is the difference; a saturated one is not, and the totals are recomputed instead (see freshTotals).
+func (x *index) subTotal(id uint32, b Buckets) {
+	if x.totals[id].Saturated() {
+		x.stale = true
+		return
+	}
+	x.totals[id] = x.totals[id].Sub(b)
+}
+
+// freshTotals recomputes the totals when a subtraction from a saturated one made them stale.
+func (x *index) freshTotals() {
+	if x.stale {
+		x.recomputeTotals()
+	}
+}
 
 // groupContribution calls fn for each entry of a dedup group that counts: the non-sidechain entries when there
 // are any, otherwise the sidechain ones.
@@ -209,6 +228,7 @@ func (x *index) resetFile(f *fileEntry) {
 // recomputeTotals rebuilds the derived totals from rows and groups.
 func (x *index) recomputeTotals() {
 	x.totals = make([]Buckets, len(x.keys))
+	x.stale = false
 	for _, f := range x.files {
 		for id, b := range f.Rows {
 			x.addTotal(id, b)

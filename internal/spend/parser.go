@@ -9,6 +9,9 @@ type SourceFile struct {
 	Key string
 	// Rank orders copies with the same Key (for Codex the active sessions/ copy outranks archived_sessions/).
 	Rank int
+	// Err, when set, says Path is a directory under a root that could not be listed (see WalkFiles and
+	// UnreadableDir): it is reported with the files that could not be read.
+	Err error
 }
 
 // SessionParser is one harness's session-store reader: it owns root discovery and the file format.
@@ -17,7 +20,8 @@ type SessionParser interface {
 	Harness() Harness
 	// HomeRoots returns the session roots inside an agent's durable home directory.
 	HomeRoots(home string) []string
-	// Discover lists the session files under roots; missing roots are not an error.
+	// Discover lists the session files under roots, and the directories under them that could not be listed;
+	// missing roots are not an error.
 	Discover(roots []string) ([]SourceFile, error)
 	// NewFile starts reading one file, resuming from state a previous FileParser returned (nil: from the start).
 	NewFile(path string, state []byte) (FileParser, error)

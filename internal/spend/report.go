@@ -13,10 +13,13 @@ type Report struct {
 	Days []Day `json:"days"`
 	// UnpricedModels lists models whose tokens are counted but that no pricing source knows.
 	UnpricedModels []string `json:"unpricedModels"`
-	// UnparseableFiles counts files that could not be read or held no parseable line.
+	// UnparseableFiles counts files that could not be read or held no parseable line, and folders under a session
+	// root that could not be listed (their files' tokens are missing from the report).
 	UnparseableFiles int `json:"unparseableFiles"`
 	// UnparseableLines counts complete lines that could not be parsed.
 	UnparseableLines int64 `json:"unparseableLines"`
+	// SaturatedRows counts the rows of Days whose token counts reached spend.MaxTokens (see ModelSpend.Saturated).
+	SaturatedRows int `json:"saturatedRows"`
 	// PricingSource is the pricing chain link that answered: live, cache or bundled.
 	PricingSource string `json:"pricingSource"`
 	// PricingFallbackReason explains why the live table was not used.
@@ -48,6 +51,9 @@ type ModelSpend struct {
 	CostUSD       float64 `json:"costUSD"`
 	// Priced is false when no pricing source knows the model (CostUSD is then 0 and meaningless).
 	Priced bool `json:"priced"`
+	// Saturated is true when a count reached MaxTokens (math.MaxInt64): the sum did not fit, the counts at that
+	// value and CostUSD are lower bounds.
+	Saturated bool `json:"saturated,omitempty"`
 }
 
 // AgentSpend is one agent's days.
@@ -77,6 +83,7 @@ type cell struct {
 
 func (s *Service) reportLocked(ctx context.Context, sinceDay int32, scopes []Scope) (*Report, error) {
 	x := s.idx
+	x.freshTotals()
 	requested := map[string]bool{}
 	var agentOrder []string
 	agentNames := map[string]Scope{}
@@ -136,6 +143,13 @@ func (s *Service) reportLocked(ctx context.Context, sinceDay int32, scopes []Sco
 		}
 	}
 	rep.Days = daysOf(all, pricing)
+	for _, d := range rep.Days {
+		for _, m := range d.Models {
+			if m.Saturated {
+				rep.SaturatedRows++
+			}
+		}
+	}
 	for _, a := range agentOrder {
 		sc := agentNames[a]
 		rep.Agents = append(rep.Agents, AgentSpend{Namespace: sc.Namespace, Agent: sc.Agent, Days: daysOf(perAgent[a], pricing)})
@@ -207,7 +221,7 @@ func daysOf(cells map[cellKey]*cell, pricing Pricing) []Day {
 		d := &days[len(days)-1]
 		d.Models = append(d.Models, ModelSpend{Model: k.Model, Harness: k.Harness, UncachedInput: c.tokens.UncachedInput,
 			CacheRead: c.tokens.CacheRead, CacheWrite: c.tokens.CacheWrite(), Output: c.tokens.Output, CostUSD: c.cost,
-			Priced: priced})
+			Priced: priced, Saturated: c.tokens.Saturated()})
 	}
 	return days
 }

@@ -151,8 +151,10 @@ func (s *Service) discover(scopes []Scope) (map[string]*discovered, error) {
 			return nil, fmt.Errorf("spend: discover %s files: %w", sc.Harness, err)
 		}
 		for _, f := range files {
-			d := &discovered{src: f, scope: sc}
-			d.stat, d.err = statFile(f.Path)
+			d := &discovered{src: f, scope: sc, err: f.Err}
+			if f.Err == nil {
+				d.stat, d.err = statFile(f.Path)
+			}
 			k := string(sc.Harness) + "\x00" + f.Key
 			if cur, ok := best[k]; ok {
 				if cur.src.Rank > f.Rank || (cur.src.Rank == f.Rank && cur.stat.Size >= d.stat.Size) {

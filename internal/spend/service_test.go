@@ -3,6 +3,7 @@ package spend_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -340,5 +341,89 @@ func TestPricingFallbackReachesThePayload(t *testing.T) {
 	}
 	if got := totals(rep, spend.HarnessClaude).CostUSD; math.Abs(got-(1000*3e-6+1000*15e-6)) > 1e-12 {
 		t.Fatalf("bundled cost %v", got)
+	}
+}
+
+// TestSumsSaturateInsteadOfWrapping is the reported case: 11 accepted lines of 999,999,999,999,999,999 output
+// tokens wrapped to −7,446,744,073,709,551,627 tokens and −$111,701,161,105,643.
+func TestSumsSaturateInsteadOfWrapping(t *testing.T) {
+	const huge = 999_999_999_999_999_999
+	f := newFixture(t)
+	var body strings.Builder
+	for i := range 11 {
+		body.WriteString(cl(fmt.Sprintf("m%d", i), fmt.Sprintf("r%d", i), false, "2025-11-03T10:00:00Z", 0, 0, 0, huge))
+	}
+	f.write(claudeFile, body.String())
+	s := f.service()
+	rep := f.history(s)
+	m := rep.Days[0].Models[0]
+	if m.Output != math.MaxInt64 || !m.Saturated || rep.SaturatedRows != 1 {
+		t.Fatalf("row %+v, saturated rows %d: want output saturated at MaxInt64 and flagged", m, rep.SaturatedRows)
+	}
+	if want := float64(math.MaxInt64) * 15e-6; m.CostUSD < want*(1-1e-12) || m.CostUSD > want*(1+1e-12) {
+		t.Fatalf("cost %v, want the lower bound %v", m.CostUSD, want)
+	}
+
+	// Codex files are summed per file and then across files (a count has at most 18 digits, so ten files of the
+	// largest count do not fit); taking one off a saturated total recomputes it exactly.
+	tc := `{"timestamp":"2025-11-04T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}` + "\n" +
+		fmt.Sprintf(`{"timestamp":"2025-11-04T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d,"output_tokens":%d}}}}`, huge, huge) + "\n"
+	for i := range 10 {
+		f.write(fmt.Sprintf("codex/sessions/2025/11/04/rollout-%d.jsonl", i), tc)
+	}
+	rep = f.history(s)
+	if got := totals(rep, spend.HarnessCodex); got.Output != math.MaxInt64 || got.UncachedInput != math.MaxInt64 || rep.SaturatedRows != 2 {
+		t.Fatalf("codex %+v, saturated rows %d", got, rep.SaturatedRows)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "codex/sessions/2025/11/04/rollout-9.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	rep = f.history(s)
+	if got := totals(rep, spend.HarnessCodex); got.Output != 9*huge || rep.SaturatedRows != 1 || rep.Days[1].Models[0].Saturated {
+		t.Fatalf("after removing a file: codex %+v, saturated rows %d, want the exact 9×%d", got, rep.SaturatedRows, int64(huge))
+	}
+	// The same holds after a reload of the durable index.
+	if got := totals(f.history(f.service()), spend.HarnessCodex); got.Output != 9*huge {
+		t.Fatalf("reloaded: codex output %d", got.Output)
+	}
+}
+
+// TestUnreadableFolderIsCounted: a folder under a root that cannot be listed is counted with the unreadable files
+// (its files' tokens are unknown), not skipped silently. Tests run as root, who can list a mode-000 directory, so
+// permission denial goes through the parsers' ReadDir seam; a `projects` that is a file (ENOTDIR, which root gets
+// too) exercises the real filesystem.
+func TestUnreadableFolderIsCounted(t *testing.T) {
+	f := newFixture(t)
+	f.write(claudeFile, cl("m1", "r1", false, "2025-11-03T10:00:00Z", 1, 0, 0, 1))
+	f.write("claude/projects/-hidden/s.jsonl", cl("m2", "r2", false, "2025-11-03T10:00:00Z", 1, 0, 0, 10))
+	f.write("codex/sessions/2025/11/03/rollout-a.jsonl", `{"timestamp":"2025-11-03T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}`+"\n"+
+		`{"timestamp":"2025-11-03T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"output_tokens":10}}}}`+"\n")
+	denied := map[string]bool{filepath.Join(f.dir, "claude/projects/-hidden"): true, filepath.Join(f.dir, "codex/sessions/2025"): true}
+	readDir := func(name string) ([]fs.DirEntry, error) {
+		if denied[name] {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+		}
+		return os.ReadDir(name)
+	}
+	s, err := spend.NewService(spend.Options{IndexPath: f.index, Pricing: pricing.FileSource{Path: f.pricingFile()},
+		Parsers: []spend.SessionParser{claude.Parser{ReadDir: readDir}, codex.Parser{ReadDir: readDir}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := f.history(s)
+	if got := totals(rep, spend.HarnessClaude); rep.UnparseableFiles != 2 || got.Output != 1 || totals(rep, spend.HarnessCodex).Output != 0 {
+		t.Fatalf("unparseable files %d (want the 2 folders), claude output %d (want 1)", rep.UnparseableFiles, got.Output)
+	}
+	// Readable again: its files count, and nothing is reported unreadable.
+	clear(denied)
+	rep = f.history(s)
+	if got := totals(rep, spend.HarnessClaude); rep.UnparseableFiles != 0 || got.Output != 11 || totals(rep, spend.HarnessCodex).Output != 10 {
+		t.Fatalf("after access came back: unparseable files %d, claude %+v, codex %+v", rep.UnparseableFiles, got, totals(rep, spend.HarnessCodex))
+	}
+
+	// The real filesystem: a root whose projects is not a folder.
+	f.write("claude2/projects", "not a folder\n")
+	if rep = f.history(f.service()); rep.UnparseableFiles != 1 {
+		t.Fatalf("projects as a file: unparseable files %d, want 1", rep.UnparseableFiles)
 	}
 }

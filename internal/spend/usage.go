@@ -1,5 +1,7 @@
 package spend
 
+import "math"
+
 // Harness names the AI CLI that wrote a session file.
 type Harness string
 
@@ -27,22 +29,45 @@ type Buckets struct {
 	Output int64
 }
 
-// CacheWrite is the total cache-write bucket.
-func (b Buckets) CacheWrite() int64 { return b.CacheWrite5m + b.CacheWrite1h }
+// MaxTokens is where token sums saturate: a sum that would pass it stays at it (and the report flags it) instead of
+// wrapping to a negative number. It is math.MaxInt64.
+const MaxTokens = math.MaxInt64
 
-// Prompt is the request's prompt size used for tier selection.
-func (b Buckets) Prompt() int64 { return b.UncachedInput + b.CacheRead + b.CacheWrite() }
-
-// Total is the sum of all buckets.
-func (b Buckets) Total() int64 { return b.Prompt() + b.Output }
-
-// Add returns b + o.
-func (b Buckets) Add(o Buckets) Buckets {
-	return Buckets{b.UncachedInput + o.UncachedInput, b.CacheRead + o.CacheRead, b.CacheWrite5m + o.CacheWrite5m,
-		b.CacheWrite1h + o.CacheWrite1h, b.Output + o.Output}
+// SatAdd returns a + b, saturated at MaxTokens (and at math.MinInt64 below) instead of wrapping.
+func SatAdd(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return MaxTokens
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
 }
 
-// Sub returns b - o.
+// CacheWrite is the total cache-write bucket.
+func (b Buckets) CacheWrite() int64 { return SatAdd(b.CacheWrite5m, b.CacheWrite1h) }
+
+// Prompt is the request's prompt size used for tier selection.
+func (b Buckets) Prompt() int64 { return SatAdd(SatAdd(b.UncachedInput, b.CacheRead), b.CacheWrite()) }
+
+// Total is the sum of all buckets.
+func (b Buckets) Total() int64 { return SatAdd(b.Prompt(), b.Output) }
+
+// Add returns b + o, each bucket saturated at MaxTokens.
+func (b Buckets) Add(o Buckets) Buckets {
+	return Buckets{SatAdd(b.UncachedInput, o.UncachedInput), SatAdd(b.CacheRead, o.CacheRead),
+		SatAdd(b.CacheWrite5m, o.CacheWrite5m), SatAdd(b.CacheWrite1h, o.CacheWrite1h), SatAdd(b.Output, o.Output)}
+}
+
+// Saturated reports whether a reported count (a bucket, or the cache-write total) reached MaxTokens: the true sum
+// is at least that, and a cost computed from it is a lower bound.
+func (b Buckets) Saturated() bool {
+	return b.UncachedInput == MaxTokens || b.CacheRead == MaxTokens || b.CacheWrite() == MaxTokens ||
+		b.Output == MaxTokens
+}
+
+// Sub returns b - o; it is exact only when b is not Saturated.
 func (b Buckets) Sub(o Buckets) Buckets {
 	return Buckets{b.UncachedInput - o.UncachedInput, b.CacheRead - o.CacheRead, b.CacheWrite5m - o.CacheWrite5m,
 		b.CacheWrite1h - o.CacheWrite1h, b.Output - o.Output}

@@ -2,10 +2,7 @@ package claude
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-
 	"path/filepath"
 	"strings"
 
@@ -17,7 +14,10 @@ import (
 const SyntheticModel = "<synthetic>"
 
 // Parser is the Claude Code SessionParser.
-type Parser struct{}
+type Parser struct {
+	// ReadDir lists directories during Discover; nil means os.ReadDir (a seam for tests).
+	ReadDir spend.ReadDirFunc
+}
 
 var _ spend.SessionParser = Parser{}
 
@@ -45,34 +45,25 @@ func DefaultRoots(getenv func(string) string, home string) []string {
 }
 
 // Discover implements spend.SessionParser: every *.jsonl under <root>/projects, recursively (subagent
-// transcripts live under <session-id>/subagents/).
-func (Parser) Discover(roots []string) ([]spend.SourceFile, error) {
+// transcripts live under <session-id>/subagents/), and every folder there that could not be listed.
+func (p Parser) Discover(roots []string) ([]spend.SourceFile, error) {
 	var out []spend.SourceFile
 	seen := map[string]bool{}
 	for _, root := range roots {
 		dir := filepath.Join(root, "projects")
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) || (d != nil && d.IsDir() && path != dir) {
-					return nil // a vanished or unreadable subdirectory is skipped, not fatal
-				}
-				return err
+		err := spend.WalkFiles(dir, ".jsonl", p.ReadDir, func(path, _ string) {
+			if !seen[path] {
+				seen[path] = true
+				out = append(out, spend.SourceFile{Path: path, Key: path})
 			}
-			if d.IsDir() || !strings.HasSuffix(d.Name(), ".jsonl") {
-				return nil
+		}, func(path string, err error) {
+			if !seen[path] {
+				seen[path] = true
+				out = append(out, spend.UnreadableDir(path, err))
 			}
-			abs, err := filepath.Abs(path)
-			if err != nil {
-				return fmt.Errorf("claude: resolve %s: %w", path, err)
-			}
-			if !seen[abs] {
-				seen[abs] = true
-				out = append(out, spend.SourceFile{Path: abs, Key: abs})
-			}
-			return nil
 		})
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("claude: walk %s: %w", dir, err)
+		if err != nil {
+			return nil, fmt.Errorf("claude: %w", err)
 		}
 	}
 	return out, nil
@@ -233,7 +224,7 @@ func parseUsage(line []byte, at int) (spend.Buckets, bool) {
 		return spend.Buckets{}, false
 	}
 	if !hasWrite && hasBreak {
-		write = e5 + h1
+		write = spend.SatAdd(e5, h1)
 	}
 	h1 = min(h1, write)
 	return spend.Buckets{UncachedInput: in, CacheRead: read, CacheWrite5m: write - h1, CacheWrite1h: h1, Output: out}, true

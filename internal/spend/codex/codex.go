@@ -3,9 +3,7 @@ package codex
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,7 +19,10 @@ const UnknownModel = "unknown"
 const replayGapMillis = 1000
 
 // Parser is the Codex SessionParser.
-type Parser struct{}
+type Parser struct {
+	// ReadDir lists directories during Discover; nil means os.ReadDir (a seam for tests).
+	ReadDir spend.ReadDirFunc
+}
 
 var _ spend.SessionParser = Parser{}
 
@@ -46,31 +47,19 @@ func DefaultRoots(getenv func(string) string, home string) []string {
 }
 
 // Discover implements spend.SessionParser. Files are keyed by name, so a rollout present in both sessions/ and
-// archived_sessions/ (or in two roots) is read once; the active sessions/ copy wins.
-func (Parser) Discover(roots []string) ([]spend.SourceFile, error) {
+// archived_sessions/ (or in two roots) is read once; the active sessions/ copy wins. A folder that could not be
+// listed is reported too.
+func (p Parser) Discover(roots []string) ([]spend.SourceFile, error) {
 	var out []spend.SourceFile
 	for _, root := range roots {
 		for rank, sub := range []string{"archived_sessions", "sessions"} {
-			dir := filepath.Join(root, sub)
-			err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-				if err != nil {
-					if errors.Is(err, fs.ErrNotExist) || (d != nil && d.IsDir() && path != dir) {
-						return nil
-					}
-					return err
-				}
-				if d.IsDir() || !strings.HasSuffix(d.Name(), ".jsonl") {
-					return nil
-				}
-				abs, err := filepath.Abs(path)
-				if err != nil {
-					return fmt.Errorf("codex: resolve %s: %w", path, err)
-				}
-				out = append(out, spend.SourceFile{Path: abs, Key: d.Name(), Rank: rank})
-				return nil
+			err := spend.WalkFiles(filepath.Join(root, sub), ".jsonl", p.ReadDir, func(path, name string) {
+				out = append(out, spend.SourceFile{Path: path, Key: name, Rank: rank})
+			}, func(path string, err error) {
+				out = append(out, spend.UnreadableDir(path, err))
 			})
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("codex: walk %s: %w", dir, err)
+			if err != nil {
+				return nil, fmt.Errorf("codex: %w", err)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -99,6 +100,18 @@ func (o *options) run(ctx context.Context, out io.Writer, fetch Fetcher) error {
 }
 
 func (o *options) runLocal(ctx context.Context, since string) (*spend.Report, error) {
+	// A directory named on the command line must exist: a typo would otherwise report $0 (a default root that does
+	// not exist is just a CLI this user does not run).
+	for _, fl := range []struct {
+		name string
+		dirs []string
+	}{{"--claude-dir", o.claudeDirs}, {"--codex-dir", o.codexDirs}} {
+		for _, d := range fl.dirs {
+			if err := isDir(d); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", fl.name, d, err)
+			}
+		}
+	}
 	home, _ := os.UserHomeDir()
 	claudeRoots := o.claudeDirs
 	if len(claudeRoots) == 0 {
@@ -125,4 +138,18 @@ func (o *options) runLocal(ctx context.Context, since string) (*spend.Report, er
 		{Harness: spend.HarnessClaude, Roots: claudeRoots},
 		{Harness: spend.HarnessCodex, Roots: codexRoots},
 	})
+}
+
+// isDir reports why path is not an existing directory, or nil.
+func isDir(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("no such directory")
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return errors.New("not a directory")
+	}
+	return nil
 }
