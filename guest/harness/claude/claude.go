@@ -280,8 +280,8 @@ func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
 }
 
 // InstructionsPath is Claude Code's user memory, relative to the home: the
-// CLAUDE.md it loads for every project and sends, re-read for every request,
-// as the user's global instructions (block-level HTML comments stripped).
+// CLAUDE.md it loads for every project when a session starts (or resumes)
+// and sends as the user's global instructions, HTML comment lines stripped.
 const InstructionsPath = ".claude/CLAUDE.md"
 
 // InstructionsFile implements harness.Adapter.
