@@ -63,8 +63,8 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 
 			agent := cli.harness + "-agent"
 			sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q,"namespace":"default"},
-				"spec":{"harness":%q,"model":%q,"provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
-				agent, cli.harness, cli.model, provider.URL()))
+				"spec":{"harness":%q,"model":%q,"persona":%q,"provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
+				agent, cli.harness, cli.model, realCLIPersona(cli.harness, 1), provider.URL()))
 			conv := sup.start(ctx, agent)
 			// A cold start builds the Debian base and the CLI's image from npm; the clock starts when the
 			// container is created.
@@ -74,6 +74,7 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 			Expect(sup.send(ctx, conv, "remember the word PAPAYA")).To(Succeed())
 			sup.waitReply(ctx, conv, "echo: remember the word PAPAYA")
 			GinkgoWriter.Printf("%s: first turn %s\n", cli.harness, time.Since(start))
+			expectPersona(provider, "remember the word PAPAYA", realCLIPersona(cli.harness, 1))
 			Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcript.SpeakerHuman))
 
 			turnLatencies(ctx, sup, conv, cli)
@@ -83,6 +84,7 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 
 			sup.setDesired(ctx, conv, "Paused")
 			sup.waitState(ctx, conv, "Paused", "", 2*time.Minute)
+			patchAgent(ctx, sup, agent, map[string]any{"persona": realCLIPersona(cli.harness, 2)}) // applies at the resume
 			sup.setDesired(ctx, conv, "Active")
 			startToIdle(ctx, sup, conv, cli, first, "native resume", 3*time.Minute)
 			Expect(sup.send(ctx, conv, "what was the word")).To(Succeed())
@@ -95,6 +97,8 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 				}
 				return false
 			}).WithTimeout(30*time.Second).Should(BeTrue(), "the resumed CLI sends the earlier turn to the provider")
+			expectPersona(provider, "what was the word", realCLIPersona(cli.harness, 2))
+			logStalePersona(cli.harness, provider, "what was the word", realCLIPersona(cli.harness, 1))
 
 			// What the CLI tried to reach besides its provider (refused by the default-deny egress): logged, not
 			// asserted — the CLIs' own background calls are theirs to make.

@@ -103,6 +103,13 @@ type Adapter interface {
 	Capabilities() Capabilities
 	// SeedFiles returns the config files to write into the home before launch.
 	SeedFiles(req LaunchRequest) ([]SeedFile, error)
+	// InstructionsFile is the file, relative to home, where the CLI reads
+	// standing instructions that apply to every project (its user-level
+	// memory or AGENTS.md). At every launch the guest keeps the request's
+	// Instructions there in a delimited block and removes the block when they
+	// are empty, keeping anything else in the file (MergeInstructions).
+	// Empty: the adapter delivers req.Instructions itself in Launch.
+	InstructionsFile(home string) string
 	// Launch builds the command line, including model, session id and, when
 	// req.ResumeSession is set, the native resume invocation.
 	Launch(req LaunchRequest) (Launch, error)

@@ -34,6 +34,7 @@ func (a rawAdapter) SessionStoreDir(home, _ string) string    { return home }
 func (a rawAdapter) SeedFiles(harness.LaunchRequest) ([]harness.SeedFile, error) {
 	return nil, nil
 }
+func (a rawAdapter) InstructionsFile(string) string { return "" }
 func (a rawAdapter) Launch(harness.LaunchRequest) (harness.Launch, error) {
 	return harness.Launch{Path: a.path, Args: a.args}, nil
 }

@@ -427,7 +427,7 @@ func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
 			return err
 		}
 	}
-	return nil
+	return h.placeInstructions(a, req)
 }
 
 // mkdirOwned creates dir and its missing parents; those at or below Home are

@@ -90,6 +90,43 @@ func (r Request) HasText(s string) bool {
 	return false
 }
 
+// Carries reports whether the request sent s to the model anywhere: in the
+// system prompt, a message of the history, or any other text of the body —
+// including the CLI-injected context Messages leave out (Claude Code sends a
+// user's CLAUDE.md inside a <system-reminder> part). The body is searched
+// decoded, so JSON escaping does not hide s.
+func (r Request) Carries(s string) bool {
+	if strings.Contains(r.System, s) || r.HasText(s) {
+		return true
+	}
+	var body any
+	if json.Unmarshal(r.Body, &body) != nil {
+		return false
+	}
+	return jsonContains(body, s)
+}
+
+// jsonContains reports whether any string (key or value) in v contains s.
+func jsonContains(v any, s string) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.Contains(v, s)
+	case []any:
+		for _, e := range v {
+			if jsonContains(e, s) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.Contains(k, s) || jsonContains(e, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ToolCall is a tool invocation the fake answers with.
 type ToolCall struct {
 	// Name is the tool's name as the CLI declared it (e.g. Bash).

@@ -413,3 +413,26 @@ func TestOpenAIFunctionCall(t *testing.T) {
 		t.Fatalf("side call answered with %+v", r.Output)
 	}
 }
+
+func TestCarriesFindsTextAnywhereInTheRequest(t *testing.T) {
+	s := start(t, Options{})
+	post(t, s.URL()+"/v1/messages", `{"model":"m","system":[{"type":"text","text":"You are \"Pete\"."}],
+		"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>\nContents of CLAUDE.md:\n\nSpeak like a pirate.\n</system-reminder>"},
+		{"type":"text","text":"hello"}]}]}`)
+	post(t, s.URL()+"/v1/responses", `{"model":"m","input":[{"type":"message","role":"user",
+		"content":[{"type":"input_text","text":"# AGENTS.md instructions\n\n<INSTRUCTIONS>\nBe a quokka.\n</INSTRUCTIONS>"}]}]}`)
+	reqs := s.Conversations()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	claude, codex := reqs[0], reqs[1]
+	if claude.HasText("pirate") || !claude.Carries("Speak like a pirate.") || !claude.Carries(`You are "Pete".`) {
+		t.Errorf("anthropic request: Carries misses the reminder or the system prompt (messages %+v)", claude.Messages)
+	}
+	if !codex.Carries("Be a quokka.") || codex.Carries("pirate") || claude.Carries("quokka") {
+		t.Error("responses request: Carries is wrong")
+	}
+	if (Request{Body: []byte("not json")}).Carries("json") {
+		t.Error("a body that is not JSON carries nothing")
+	}
+}

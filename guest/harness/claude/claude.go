@@ -278,3 +278,11 @@ func (a *Adapter) DiscoverSession(home, workDir string, since time.Time) (string
 func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
 	return map[string]string{BaseURLEnv: strings.TrimSuffix(strings.TrimRight(p.BaseURL, "/"), "/v1"), APIKeyEnv: p.APIKey}
 }
+
+// InstructionsPath is Claude Code's user memory, relative to the home: the
+// CLAUDE.md it loads for every project when a session starts (or resumes)
+// and sends as the user's global instructions, HTML comment lines stripped.
+const InstructionsPath = ".claude/CLAUDE.md"
+
+// InstructionsFile implements harness.Adapter.
+func (a *Adapter) InstructionsFile(string) string { return InstructionsPath }

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,24 +44,12 @@ type contentBlock struct {
 // (suffixed "#n" for the n-th further block of one line). Thinking blocks,
 // meta lines (local-command caveats), sidechains and system reminders are left out.
 func (a *Adapter) ParseTranscript(r io.Reader) ([]harness.TranscriptEntry, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var out []harness.TranscriptEntry
-	for n := 1; sc.Scan(); n++ {
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var l sessionLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			return out, fmt.Errorf("claude session line %d: %w", n, err)
-		}
+	err := harness.ScanJSONL(r, "claude session", func(l sessionLine, _ []byte) error {
 		out = append(out, lineEntries(l)...)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("read claude session: %w", err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func lineEntries(l sessionLine) []harness.TranscriptEntry {

@@ -249,3 +249,21 @@ func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
 	}
 	return map[string]string{BaseURLEnv: base, APIKeyEnv: p.APIKey}
 }
+
+// Codex's global instruction files, relative to the home ($CODEX_HOME, see
+// codexHome): Codex reads AGENTS.override.md instead of AGENTS.md when it
+// exists, and sends the one it reads as a user message ("# AGENTS.md
+// instructions") at the start of a session and again on resume.
+const (
+	InstructionsPath         = ".codex/AGENTS.md"
+	InstructionsOverridePath = ".codex/AGENTS.override.md"
+)
+
+// InstructionsFile implements harness.Adapter: AGENTS.md, or the override
+// file when someone put one in the home (Codex would read only that one).
+func (a *Adapter) InstructionsFile(home string) string {
+	if _, err := os.Lstat(filepath.Join(home, InstructionsOverridePath)); err == nil {
+		return InstructionsOverridePath
+	}
+	return InstructionsPath
+}

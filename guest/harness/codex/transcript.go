@@ -1,11 +1,9 @@
 package codex
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -47,33 +45,21 @@ var contextPrefixes = []string{"<environment_context>", "<user_instructions>", "
 // item's own id (else the call id) qualified by a hash of the line, or the
 // line hash alone: stable on re-read, unique within a file.
 func (a *Adapter) ParseTranscript(r io.Reader) ([]harness.TranscriptEntry, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var out []harness.TranscriptEntry
-	for n := 1; sc.Scan(); n++ {
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var l rolloutLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			return out, fmt.Errorf("codex rollout line %d: %w", n, err)
-		}
+	err := harness.ScanJSONL(r, "codex rollout", func(l rolloutLine, b []byte) error {
 		if l.Type != "response_item" {
-			continue
+			return nil
 		}
 		var it responseItem
 		if err := json.Unmarshal(l.Payload, &it); err != nil {
-			return out, fmt.Errorf("codex rollout line %d: %w", n, err)
+			return err // ScanJSONL adds the line number
 		}
 		if e, ok := itemEntry(it, l.Timestamp, b); ok {
 			out = append(out, e)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("read codex rollout: %w", err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func itemEntry(it responseItem, ts time.Time, raw []byte) (harness.TranscriptEntry, bool) {

@@ -72,6 +72,10 @@ func (a *Adapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, erro
 	}}, nil
 }
 
+// InstructionsFile implements harness.Adapter: the fake reads
+// cli.InstructionsPath at start and reports its first line.
+func (a *Adapter) InstructionsFile(string) string { return cli.InstructionsPath }
+
 // Launch implements harness.Adapter.
 func (a *Adapter) Launch(req harness.LaunchRequest) (harness.Launch, error) {
 	l := harness.Launch{Path: a.opts.Binary}

@@ -299,3 +299,11 @@ func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
 	}
 	return map[string]string{BaseURLEnv: base, APIKeyEnv: p.APIKey}
 }
+
+// InstructionsPath is Gemini CLI's global context file, relative to the home:
+// loaded at start (before the working directory's GEMINI.md files) into the
+// system instruction.
+const InstructionsPath = ".gemini/GEMINI.md"
+
+// InstructionsFile implements harness.Adapter.
+func (a *Adapter) InstructionsFile(string) string { return InstructionsPath }

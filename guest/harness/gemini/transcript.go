@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,30 +37,18 @@ type toolCall struct {
 // model ("gemini") reply, tool call and tool result. The CLI's injected
 // <session_context> message and info/error/warning records are left out.
 func (a *Adapter) ParseTranscript(r io.Reader) ([]harness.TranscriptEntry, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	var out []harness.TranscriptEntry
-	for n := 1; sc.Scan(); n++ {
-		b := sc.Bytes()
-		if len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		var l chatLine
-		if err := json.Unmarshal(b, &l); err != nil {
-			return out, fmt.Errorf("gemini chat line %d: %w", n, err)
-		}
+	err := harness.ScanJSONL(r, "gemini chat", func(l chatLine, _ []byte) error {
 		if l.Set != nil {
 			for _, m := range l.Set.Messages {
 				out = append(out, messageEntries(m)...)
 			}
-			continue
+			return nil
 		}
 		out = append(out, messageEntries(l)...)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("read gemini chat: %w", err)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func messageEntries(m chatLine) []harness.TranscriptEntry {

@@ -297,3 +297,10 @@ func logFields(line string) map[string]string {
 func (a *Adapter) ProviderEnv(p ptyapi.ProviderAccess) map[string]string {
 	return map[string]string{BaseURLEnv: strings.TrimSuffix(strings.TrimRight(p.BaseURL, "/"), "/v1"), APIKeyEnv: p.APIKey}
 }
+
+// InstructionsPath is OpenCode's global rules file, relative to the home:
+// added to the system prompt of every request ("Instructions from: …").
+const InstructionsPath = ".config/opencode/AGENTS.md"
+
+// InstructionsFile implements harness.Adapter.
+func (a *Adapter) InstructionsFile(string) string { return InstructionsPath }

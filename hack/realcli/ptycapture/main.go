@@ -68,6 +68,7 @@ func run() error {
 	pastePause := flag.Duration("paste-pause", 0, "adapter paste→Enter pause (0: the adapter's default)")
 	extra := flag.String("args", "", "extra CLI arguments, space separated")
 	untrusted := flag.Bool("untrusted", false, "seed config without trusting the working directory")
+	instructions := flag.String("instructions", "", "standing instructions (the agent's persona) for the CLI's instructions file")
 	flag.Parse()
 	if *out == "" || *bin == "" {
 		return errors.New("-out and -bin are required")
@@ -148,7 +149,7 @@ func run() error {
 	ctx := context.Background()
 	t0 := time.Now()
 	resp, err := h.Start(ctx, ptyapi.StartRequest{Harness: *name, Model: *model, Env: env, ResumeSession: *resume,
-		WorkDir: *workDir, Args: strings.Fields(*extra)})
+		WorkDir: *workDir, Args: strings.Fields(*extra), Instructions: *instructions})
 	if err != nil {
 		return err
 	}

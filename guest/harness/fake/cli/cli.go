@@ -31,6 +31,20 @@ const (
 	MarkSpawn = "!spawn" // start a grandchild process that sleeps forever
 	MarkRead  = "!read"  // "!read <path>": try to read a file and report the result
 	MarkID    = "!id"    // report uid and gid
+	// MarkInstructions makes the reply report the standing instructions read at start.
+	MarkInstructions = "!instructions"
+)
+
+// InstructionsPath is where the fake reads standing instructions, relative
+// to its home (like a real CLI's user-level CLAUDE.md or AGENTS.md).
+const InstructionsPath = ".fake/AGENTS.md"
+
+// InstructionsLineFmt is the line the fake shows at start when it has
+// standing instructions (their first line), and the report "!instructions"
+// adds to its reply; NoInstructions is that report when it has none.
+const (
+	InstructionsLineFmt = "instructions: %s"
+	NoInstructions      = "instructions: none"
 )
 
 // SlowDelay is how long a "!slow" turn stays busy.
@@ -123,8 +137,11 @@ type session struct {
 	lastUUID  string
 	usedToks  int
 	restored  []string // history lines restored on resume
-	mu        sync.Mutex
-	children  []*exec.Cmd
+	// instructions is the text of InstructionsPath at start, HTML comment
+	// lines left out (as Claude Code reads its CLAUDE.md).
+	instructions string
+	mu           sync.Mutex
+	children     []*exec.Cmd
 }
 
 func newSession(cfg config) (*session, error) {
@@ -133,7 +150,7 @@ func newSession(cfg config) (*session, error) {
 		return nil, fmt.Errorf("home: %w", err)
 	}
 	cwd, _ := os.Getwd()
-	s := &session{cfg: cfg, cwd: cwd}
+	s := &session{cfg: cfg, cwd: cwd, instructions: readInstructions(filepath.Join(home, InstructionsPath))}
 	switch {
 	case cfg.resume != "":
 		s.id = cfg.resume
@@ -208,6 +225,33 @@ func (s *session) assistantTurn(turn int, prompt, reply string) error {
 	return sessionstore.Append(s.storePath, rec)
 }
 
+// readInstructions returns the standing instructions in path without its
+// HTML comment lines, "" when there are none.
+func readInstructions(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "<!--") && strings.HasSuffix(t, "-->") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
+}
+
+// instructionsLine reports the standing instructions: their first line, or
+// NoInstructions.
+func (s *session) instructionsLine() string {
+	if s.instructions == "" {
+		return NoInstructions
+	}
+	first, _, _ := strings.Cut(s.instructions, "\n")
+	return fmt.Sprintf(InstructionsLineFmt, strings.TrimSpace(first))
+}
+
 // quotaLine is the footer quota text, empty without --quota-max.
 func (s *session) quotaLine() string {
 	if s.cfg.quotaMax <= 0 {
@@ -257,9 +301,14 @@ func (s *session) spawn() string {
 	return fmt.Sprintf("spawned pid %d", cmd.Process.Pid)
 }
 
-// replyText is the assistant reply for turn.
-func replyText(turn int, text string) string {
-	return fmt.Sprintf(ReplyPrefixFmt, turn) + text
+// replyText is the assistant reply for turn: the message echoed, and for
+// MarkInstructions the instructions report after " | ".
+func (s *session) replyText(turn int, text string) string {
+	reply := fmt.Sprintf(ReplyPrefixFmt, turn) + text
+	if strings.Contains(text, MarkInstructions) {
+		reply += " | " + s.instructionsLine()
+	}
+	return reply
 }
 
 // turnDelay is how long the turn stays busy.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +80,30 @@ func TestLineModeTurnsStoreAndResume(t *testing.T) {
 	}
 	if _, code := runWithInput(t, "", "--session-id", "not-a-uuid"); code != 1 {
 		t.Fatalf("bad session id exit %d", code)
+	}
+}
+
+func TestStandingInstructionsAreReported(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	out, code := runWithInput(t, "who are you !instructions\n", "--delay", "0s")
+	if code != 0 || strings.Contains(out, "instructions: You") ||
+		!strings.Contains(out, "fake[turn 1]: who are you !instructions | "+NoInstructions) {
+		t.Fatalf("without instructions, exit %d:\n%s", code, out)
+	}
+
+	p := filepath.Join(home, InstructionsPath)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The guest's delimiting comment lines are not instructions.
+	file := "<!-- BEGIN aicli instructions: … -->\n\nYou are Pirate Pete.\nSpeak like a pirate.\n<!-- END aicli instructions -->\n"
+	if err := os.WriteFile(p, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runWithInput(t, "who are you !instructions\n", "--delay", "0s")
+	if code != 0 || !strings.Contains(out, "\ninstructions: You are Pirate Pete.\n") ||
+		!strings.Contains(out, "fake[turn 1]: who are you !instructions | instructions: You are Pirate Pete.") {
+		t.Fatalf("with instructions, exit %d:\n%s", code, out)
 	}
 }

@@ -18,6 +18,9 @@ func runLines(s *session, stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintf(w, "session %s\n", s.id)
+	if s.instructions != "" {
+		fmt.Fprintln(w, s.instructionsLine())
+	}
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	prompt := func() {
@@ -56,7 +59,7 @@ func runLines(s *session, stdin io.Reader, stdout io.Writer) int {
 		for _, l := range s.sideEffects(text) {
 			fmt.Fprintln(w, l)
 		}
-		reply := replyText(turn, text)
+		reply := s.replyText(turn, text)
 		if err := s.assistantTurn(turn, text, reply); err != nil {
 			fmt.Fprintf(os.Stderr, "fake-cli: %v\n", err)
 			return 1

@@ -47,6 +47,9 @@ func runTUI(s *session, stdin, stdout *os.File) int {
 	t := &tui{s: s, out: stdout, events: make(chan event, 64), done: make(chan int, 1)}
 	t.size()
 	t.history = append(t.history, "fake cli — session "+s.id)
+	if s.instructions != "" {
+		t.history = append(t.history, s.instructionsLine())
+	}
 	t.history = append(t.history, s.restored...)
 	var setup bytes.Buffer
 	if s.cfg.altScreen {
@@ -215,7 +218,7 @@ func (t *tui) finishTurn(turn int, interrupted bool) (int, bool) {
 		t.history = append(t.history, "interrupted")
 	}
 	t.history = append(t.history, t.s.sideEffects(t.turnText)...)
-	reply := replyText(turn, t.turnText)
+	reply := t.s.replyText(turn, t.turnText)
 	if interrupted {
 		reply = fmt.Sprintf(ReplyPrefixFmt, turn) + "(interrupted)"
 	}
