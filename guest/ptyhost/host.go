@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -400,10 +401,18 @@ func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
 	if err != nil {
 		return fmt.Errorf("seed files: %w", err)
 	}
+	// Seed files are read and written through an os.Root on the home: the
+	// guest runs as root, and a symbolic link the CLI planted in its home
+	// must not lead a write out of it.
+	root, err := os.OpenRoot(h.opts.Home)
+	if err != nil {
+		return fmt.Errorf("seed files: %w", err)
+	}
+	defer root.Close()
 	for _, f := range files {
-		p := filepath.Join(h.opts.Home, filepath.Clean("/"+f.Path))
+		rel := filepath.Clean("/" + f.Path)[1:]
 		data := f.Data
-		if existing, err := os.ReadFile(p); err == nil {
+		if existing, err := root.ReadFile(rel); err == nil {
 			switch {
 			case f.KeepExisting:
 				continue
@@ -412,19 +421,18 @@ func (h *Host) prepareHome(a harness.Adapter, req harness.LaunchRequest) error {
 					return fmt.Errorf("seed %s: merge: %w", f.Path, err)
 				}
 			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("seed %s: %w", f.Path, err)
 		}
-		if err := h.mkdirOwned(filepath.Dir(p)); err != nil {
+		if err := h.mkdirOwned(filepath.Join(h.opts.Home, filepath.Dir(rel))); err != nil {
 			return err
 		}
 		mode := f.Mode
 		if mode == 0 {
 			mode = 0o600
 		}
-		if err := os.WriteFile(p, data, mode); err != nil {
+		if err := h.replaceInRoot(root, rel, data, mode); err != nil {
 			return fmt.Errorf("seed %s: %w", f.Path, err)
-		}
-		if err := h.chown(p); err != nil {
-			return err
 		}
 	}
 	return h.placeInstructions(a, req)

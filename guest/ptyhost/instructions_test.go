@@ -221,3 +221,39 @@ func TestTheFakeCLIReportsItsInstructions(t *testing.T) {
 	}
 	waitScreen(t, h, "fake[turn 1]: who are you !instructions | instructions: You are Pirate Pete.")
 }
+
+// TestSeedFilesNeverLeaveTheHome: the guest (root) writes the CLI's seed
+// config through an os.Root on the home, so a link the CLI planted there
+// cannot make it overwrite a file elsewhere.
+func TestSeedFilesNeverLeaveTheHome(t *testing.T) {
+	e := newEnv(t)
+	a := claude.New(claude.Options{})
+	h, _ := instructionsHost(t, e, a)
+	outside := filepath.Join(filepath.Dir(e.home), "passwd")
+	if err := os.WriteFile(outside, []byte("root:x:0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(e.home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.home, ".claude.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := launchWith(h, a, ""); err == nil {
+		t.Fatal("a seed file was written through a link that leaves the home")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "root:x:0:0\n" {
+		t.Fatalf("the file outside the home changed: %q", b)
+	}
+	// Without the link the same launch seeds the file, owned by the CLI user.
+	if err := os.Remove(filepath.Join(e.home, ".claude.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := launchWith(h, a, ""); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(e.home, ".claude.json"))
+	if err != nil || st.Sys().(*syscall.Stat_t).Uid != testUID {
+		t.Fatalf("seeded file: %v %+v", err, st)
+	}
+}
