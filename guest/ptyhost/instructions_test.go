@@ -229,8 +229,8 @@ func TestSeedFilesNeverLeaveTheHome(t *testing.T) {
 	e := newEnv(t)
 	a := claude.New(claude.Options{})
 	h, _ := instructionsHost(t, e, a)
-	outside := filepath.Join(filepath.Dir(e.home), "passwd")
-	if err := os.WriteFile(outside, []byte("root:x:0:0\n"), 0o644); err != nil {
+	outside := filepath.Join(filepath.Dir(e.home), "elsewhere.json")
+	if err := os.WriteFile(outside, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(e.home, 0o755); err != nil {
@@ -242,7 +242,7 @@ func TestSeedFilesNeverLeaveTheHome(t *testing.T) {
 	if err := launchWith(h, a, ""); err == nil {
 		t.Fatal("a seed file was written through a link that leaves the home")
 	}
-	if b, _ := os.ReadFile(outside); string(b) != "root:x:0:0\n" {
+	if b, _ := os.ReadFile(outside); string(b) != "{}\n" {
 		t.Fatalf("the file outside the home changed: %q", b)
 	}
 	// Without the link the same launch seeds the file, owned by the CLI user.
