@@ -14,7 +14,7 @@ import (
 
 	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/convapi/wire"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 type transcriptOptions struct {
@@ -111,7 +111,7 @@ func (o *transcriptOptions) stream(ctx context.Context, cl *client.Client, base 
 	dec := json.NewDecoder(resp.Body)
 	progressed := false
 	for {
-		var e transcript.Entry
+		var e transcriptwire.Entry
 		if err := dec.Decode(&e); err != nil {
 			var syntaxErr *json.SyntaxError
 			var typeErr *json.UnmarshalTypeError
@@ -135,7 +135,7 @@ func (o *transcriptOptions) stream(ctx context.Context, cl *client.Client, base 
 
 // print writes one entry: a JSON line, or "[cursor] speaker: text" with
 // continuation lines indented.
-func (o *transcriptOptions) print(w io.Writer, e transcript.Entry) error {
+func (o *transcriptOptions) print(w io.Writer, e transcriptwire.Entry) error {
 	if o.output == "json" {
 		b, err := json.Marshal(e)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"aicli.dev/aicli/guest/ptyclient"
 	"aicli.dev/aicli/guest/server"
 	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/store"
@@ -129,7 +130,7 @@ func (e *Env) ServeTLS(tb testing.TB, tok string) (url, caFile string) {
 
 // Path is the API path of a named object and its subresource.
 func Path(plural, ns, name string, sub ...string) string {
-	p := apiserver.APIPrefix + "/namespaces/" + ns + "/" + plural
+	p := apischema.APIPath + "/namespaces/" + ns + "/" + plural
 	if name != "" {
 		p += "/" + name
 	}
