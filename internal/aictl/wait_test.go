@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"aicli.dev/aicli/internal/client/clienttest"
 )
 
 func TestConditionMetNeedsCurrentGeneration(t *testing.T) {
@@ -65,7 +63,7 @@ func TestParseFor(t *testing.T) {
 }
 
 func TestWaitIgnoresStaleReadyThenSucceeds(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "w", "one"))), 0)
 	setReady(t, srv, "agents", "default", "w", "True", 1, 1)
@@ -110,7 +108,7 @@ func TestWaitIgnoresStaleReadyThenSucceeds(t *testing.T) {
 }
 
 func TestWaitForDeleteAndMissingObjects(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	r := aictl(t, srv.URL, "wait", "--for=delete", "agent/none", "--timeout", "5s")
 	wantCode(t, r, 0)
 
@@ -134,25 +132,23 @@ func TestWaitForDeleteAndMissingObjects(t *testing.T) {
 }
 
 func TestWaitResumesAfterCompaction(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "c", "m"))), 0)
 	// Every watch from an old version now gets 410 Gone; wait must re-read.
-	srv.Compact()
+	srv.Compact(t)
 	setReady(t, srv, "agents", "default", "c", "True", 1, 1)
-	srv.Compact()
+	srv.Compact(t)
 	r := aictl(t, srv.URL, "wait", "--for=condition=Ready", "agent/c", "--timeout", "5s")
 	wantCode(t, r, 0)
 }
 
 func TestDeleteWaitAndFinalizers(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "kept", "m"))), 0)
-	if err := srv.Mutate("agents", "default", "kept", func(o *unstructured.Unstructured) {
+	srv.Mutate(t, "agents", "default", "kept", func(o *unstructured.Unstructured) {
 		o.SetFinalizers([]string{"aicli.dev/home"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	// Without the controller releasing the finalizer, --wait times out.
 	r := aictl(t, srv.URL, "delete", "agent", "kept", "--wait", "--timeout", "300ms")
@@ -160,7 +156,7 @@ func TestDeleteWaitAndFinalizers(t *testing.T) {
 	if r.out != "agent.aicli.dev \"kept\" deleted\n" || !strings.Contains(r.err, "timed out waiting for delete on agents/kept") {
 		t.Fatalf("delete --wait timeout: out %q err %q", r.out, r.err)
 	}
-	if o := srv.Object("agents", "default", "kept"); o == nil || o.GetDeletionTimestamp() == nil {
+	if o := srv.Object(t, "agents", "default", "kept"); o == nil || o.GetDeletionTimestamp() == nil {
 		t.Fatal("object should remain, marked for deletion")
 	}
 
@@ -168,12 +164,10 @@ func TestDeleteWaitAndFinalizers(t *testing.T) {
 	// controller then releases it and --wait returns.
 	out, _, wait := started(t, srv.URL, "delete", "-f", dir+"/a.yaml", "--wait", "--timeout", "10s")
 	eventually(t, "delete printed", func() bool { return out.String() != "" })
-	if err := srv.Mutate("agents", "default", "kept", func(o *unstructured.Unstructured) { o.SetFinalizers(nil) }); err != nil {
-		t.Fatal(err)
-	}
+	srv.Mutate(t, "agents", "default", "kept", func(o *unstructured.Unstructured) { o.SetFinalizers(nil) })
 	r = wait()
 	wantCode(t, r, 0)
-	if srv.Object("agents", "default", "kept") != nil {
+	if srv.Object(t, "agents", "default", "kept") != nil {
 		t.Fatal("object still present after delete --wait")
 	}
 

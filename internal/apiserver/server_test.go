@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/store"
 )
 
@@ -32,19 +31,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := apiserver.New(apiserver.Options{
-		Store:     st,
-		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}},
-	})
-	h := apiserver.Authenticated(srv.Handler(), func(*http.Request) (*apiserver.Principal, error) { return apiserver.LocalAdmin, nil })
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
-	return &env{t: t, store: st, url: ts.URL}
+	srv := apiservertest.New(t)
+	return &env{t: t, store: srv.Store, url: srv.ServeLoopback(t, apiserver.LocalAdmin)}
 }
 
 func (e *env) do(method, path, contentType, body string) (int, map[string]any) {

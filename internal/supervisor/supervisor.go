@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store:     st,
 		Logger:    log,
 		Metrics:   apiserver.NewMetrics(reg),
-		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}},
+		Admitters: admission.All(st),
 	})
 
 	rt, dockerClient, err := docker.NewFromEnv(docker.Options{})
