@@ -82,7 +82,7 @@ func (o *transcriptOptions) run(ctx context.Context, g *globalOptions, cl *clien
 			next = page.NextCursor
 		}
 	}
-	backoff := newBackoff()
+	var backoff client.Backoff
 	for {
 		progressed, err := o.stream(ctx, cl, base, &next, out)
 		if ctx.Err() != nil {
@@ -92,9 +92,9 @@ func (o *transcriptOptions) run(ctx context.Context, g *globalOptions, cl *clien
 			return &opError{op: "transcript of " + name, err: err}
 		}
 		if progressed {
-			backoff = newBackoff()
+			backoff.Reset()
 		}
-		if !backoff.wait(ctx) {
+		if !backoff.Wait(ctx) {
 			return nil
 		}
 	}

@@ -213,7 +213,7 @@ func BenchmarkGetAgents1000(b *testing.B) {
 	// conditions (the controllers are not running: they would compete for the
 	// two CPUs while the benchmark measures).
 	for i := range list.Items {
-		if !readyForGeneration(&list.Items[i]) {
+		if !client.ConditionMet(&list.Items[i], "Ready", "True") {
 			setStatusReady(b, cl, &list.Items[i])
 		}
 	}
