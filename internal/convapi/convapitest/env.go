@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -38,7 +40,8 @@ type Env struct {
 	// Attribution records Expect calls.
 	Attribution *Attribution
 
-	srv *apiservertest.Server
+	// Server is the API server and its test hooks (request counts, watches).
+	Server *apiservertest.Server
 }
 
 // Option changes how Start composes the Env.
@@ -63,7 +66,7 @@ func Start(tb testing.TB, opts ...Option) *Env {
 		o(&cfg)
 	}
 	srv := apiservertest.New(tb)
-	e := &Env{Store: srv.Store, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}, srv: srv}
+	e := &Env{Store: srv.Store, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}, Server: srv}
 	o := convapi.Options{Store: srv.Store, Sessions: e.Sessions, Transcripts: e.Transcripts, Attribution: e.Attribution,
 		Logger: slog.New(slog.DiscardHandler)}
 	if cfg.noTranscripts {
@@ -78,7 +81,7 @@ func Start(tb testing.TB, opts ...Option) *Env {
 // its local admin, and returns the socket's unix:// address.
 func (e *Env) ServeUnix(tb testing.TB) string {
 	tb.Helper()
-	return e.srv.ServeUnix(tb)
+	return e.Server.ServeUnix(tb)
 }
 
 // ServeTLS serves the same API over TLS where only the bearer token tok is
@@ -86,7 +89,7 @@ func (e *Env) ServeUnix(tb testing.TB) string {
 // address and a PEM file of the server's certificate.
 func (e *Env) ServeTLS(tb testing.TB, tok string) (url, caFile string) {
 	tb.Helper()
-	return e.srv.ServeTLS(tb, map[string][]string{tok: {"*"}})
+	return e.Server.ServeTLS(tb, map[string][]string{tok: {"*"}})
 }
 
 // Path is the API path of a named object and its subresource.
@@ -183,6 +186,28 @@ func (e *Env) LiveRemote(tb testing.TB, ns, name string) *PTY {
 	tb.Cleanup(guest.Close)
 	e.Sessions.Set(e.UID(tb, ns, name), ptyclient.New(guest.Client(), guest.URL))
 	return p
+}
+
+// SetReady writes conversation ns/name's Ready condition for its current
+// generation, as the conversation controller does (Ready=True: container,
+// guest and CLI are up).
+func (e *Env) SetReady(tb testing.TB, ns, name string, status metav1.ConditionStatus, reason, message string) {
+	tb.Helper()
+	e.Server.Mutate(tb, "conversations", ns, name, func(o *unstructured.Unstructured) {
+		ready := map[string]any{"type": v1alpha1.ConditionReady, "status": string(status), "reason": reason,
+			"message": message, "observedGeneration": o.GetGeneration(),
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}
+		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		kept := []any{ready}
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); !ok || m["type"] != v1alpha1.ConditionReady {
+				kept = append(kept, c)
+			}
+		}
+		if err := unstructured.SetNestedSlice(o.Object, kept, "status", "conditions"); err != nil {
+			tb.Fatal(err)
+		}
+	})
 }
 
 // UID returns the uid of conversation ns/name.
