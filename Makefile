@@ -34,13 +34,15 @@ fmt: ## Format the Go code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet on every package, e2e included.
+vet: ## Run go vet on every package, e2e and the real-CLI tier included.
 	go vet ./...
 	go vet -tags e2e ./e2e/...
+	go vet -tags 'e2e realcli' ./e2e/...
 
 .PHONY: lint
-lint: vet ## gofmt check plus vet.
+lint: vet ## gofmt check, vet, and import boundaries (aictl links no server code; apis/ imports only apimachinery).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	go run ./hack/checkdeps
 
 .PHONY: test
 test: ## Unit and integration tests (no Docker needed).

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 
 	. "github.com/onsi/gomega"
 )
@@ -102,13 +102,13 @@ func BenchmarkConversationTurnLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	entries := make(chan transcript.Entry, 16)
+	entries := make(chan transcriptwire.Entry, 16)
 	var once sync.Once
 	go func() {
 		defer once.Do(func() { close(entries) })
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			var e transcript.Entry
+			var e transcriptwire.Entry
 			if json.Unmarshal(sc.Bytes(), &e) == nil {
 				entries <- e
 			}
@@ -126,7 +126,7 @@ func BenchmarkConversationTurnLatency(b *testing.B) {
 			time.Sleep(time.Millisecond)
 		}
 		for e := range entries {
-			if e.Speaker == transcript.SpeakerAgent && e.Text == fmt.Sprintf("fake[turn %d]: %s", i+1, text) {
+			if e.Speaker == transcriptwire.SpeakerAgent && e.Text == fmt.Sprintf("fake[turn %d]: %s", i+1, text) {
 				now := time.Now()
 				total = append(total, now.Sub(start))
 				share = append(share, now.Sub(e.Time))

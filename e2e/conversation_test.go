@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 var _ = Describe("Conversations from stored definitions", Label("conversations"), func() {
@@ -43,7 +43,7 @@ var _ = Describe("Conversations from stored definitions", Label("conversations")
 		Expect(sup.send(ctx, conv, "hello there")).To(Succeed())
 		reply := sup.waitReply(ctx, conv, "fake[turn 1]: hello there")
 		Expect(reply.Cursor).To(BeNumerically(">", 0))
-		Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcript.SpeakerHuman))
+		Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcriptwire.SpeakerHuman))
 
 		sup.setDesired(ctx, conv, "Paused")
 		sup.waitState(ctx, conv, "Paused", "", time.Minute)
@@ -111,7 +111,7 @@ var _ = Describe("Conversations from stored definitions", Label("conversations")
 	}, SpecTimeout(6*time.Minute))
 })
 
-func speakers(entries []transcript.Entry) []string {
+func speakers(entries []transcriptwire.Entry) []string {
 	var out []string
 	for _, e := range entries {
 		out = append(out, e.Speaker)

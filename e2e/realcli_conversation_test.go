@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/internal/fakeprovider"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // convCLI is one harness of the tier.
@@ -75,7 +75,7 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 			sup.waitReply(ctx, conv, "echo: remember the word PAPAYA")
 			GinkgoWriter.Printf("%s: first turn %s\n", cli.harness, time.Since(start))
 			expectPersona(provider, "remember the word PAPAYA", realCLIPersona(cli.harness, 1))
-			Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcript.SpeakerHuman))
+			Expect(speakers(sup.transcript(ctx, conv))).To(ContainElement(transcriptwire.SpeakerHuman))
 
 			turnLatencies(ctx, sup, conv, cli)
 			if cli.spendHarness != "" { // Claude and Codex: the latency and streaming targets

@@ -21,7 +21,7 @@ import (
 	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // supervisorBins returns the suite's guest-artifact directory with the
@@ -162,12 +162,12 @@ func (p *supervisorProc) setDesired(ctx context.Context, conv, state string) {
 	Expect(err).NotTo(HaveOccurred())
 }
 
-func (p *supervisorProc) transcript(ctx context.Context, conv string) []transcript.Entry {
+func (p *supervisorProc) transcript(ctx context.Context, conv string) []transcriptwire.Entry {
 	GinkgoHelper()
 	body, err := p.client.DoRaw(ctx, "GET", client.ResourcePath("conversations", "default", conv, "transcript")+"?from=1&limit=5000", "", nil)
 	Expect(err).NotTo(HaveOccurred())
 	var out struct {
-		Items []transcript.Entry `json:"items"`
+		Items []transcriptwire.Entry `json:"items"`
 	}
 	Expect(json.Unmarshal(body, &out)).To(Succeed())
 	return out.Items
@@ -187,12 +187,12 @@ func (p *supervisorProc) waitState(ctx context.Context, conv, state, execution s
 }
 
 // waitReply waits for an agent transcript entry containing text.
-func (p *supervisorProc) waitReply(ctx context.Context, conv, text string) transcript.Entry {
+func (p *supervisorProc) waitReply(ctx context.Context, conv, text string) transcriptwire.Entry {
 	GinkgoHelper()
-	var found transcript.Entry
+	var found transcriptwire.Entry
 	Eventually(func() bool {
 		for _, e := range p.transcript(ctx, conv) {
-			if e.Speaker == transcript.SpeakerAgent && strings.Contains(e.Text, text) {
+			if e.Speaker == transcriptwire.SpeakerAgent && strings.Contains(e.Text, text) {
 				found = e
 				return true
 			}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite, as CI runs it: Docker installed and started
-# when missing (its absence fails loudly), generated code checked, then unit,
-# integration and Docker e2e tests.
+# when missing (its absence fails loudly), generated code checked, lint (gofmt,
+# vet, import boundaries), then unit, integration and Docker e2e tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
@@ -14,10 +14,13 @@ if [ -d .git ] && ! git diff --quiet -- apis config/crd; then
   echo "test.sh: generated files are stale: run 'make generate manifests'" >&2
   exit 1
 fi
-echo "== vet"
-go vet ./...
-go vet -tags e2e ./e2e/...
-go vet -tags 'e2e realcli' ./e2e/...
+echo "== lint: gofmt, vet, import boundaries"
+if ! command -v make >/dev/null 2>&1; then
+  echo "test.sh: make missing: installing Debian's make" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq make >/dev/null
+fi
+make lint
 echo "== unit and integration tests"
 go test -count=1 -timeout 20m ./...
 echo "== Docker e2e"

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/internal/apischema"
-	"aicli.dev/aicli/internal/client/clienttest"
 )
 
 const multiDoc = `---
@@ -35,7 +34,7 @@ spec:
 `
 
 func TestApplyMultiDocumentThenUnchanged(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	f := writeFile(t, t.TempDir(), "all.yaml", multiDoc)
 
 	r := aictl(t, srv.URL, "apply", "-f", f)
@@ -43,24 +42,22 @@ func TestApplyMultiDocumentThenUnchanged(t *testing.T) {
 	if r.out != "agent.aicli.dev/alpha created\nconversation.aicli.dev/alpha-1 created\n" {
 		t.Fatalf("first apply output:\n%s", r.out)
 	}
-	before := srv.Object("agents", "default", "alpha")
+	before := srv.Object(t, "agents", "default", "alpha")
 
 	// A controller adds a finalizer and status; re-applying the unchanged file
 	// must keep them and change nothing.
-	if err := srv.Mutate("agents", "default", "alpha", func(o *unstructured.Unstructured) {
+	srv.Mutate(t, "agents", "default", "alpha", func(o *unstructured.Unstructured) {
 		o.SetFinalizers([]string{"aicli.dev/home"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	setReady(t, srv, "agents", "default", "alpha", "True", 1, 1)
-	mid := srv.Object("agents", "default", "alpha")
+	mid := srv.Object(t, "agents", "default", "alpha")
 
 	r = aictl(t, srv.URL, "apply", "-f", f)
 	wantCode(t, r, 0)
 	if r.out != "agent.aicli.dev/alpha unchanged\nconversation.aicli.dev/alpha-1 unchanged\n" {
 		t.Fatalf("re-apply output:\n%s", r.out)
 	}
-	after := srv.Object("agents", "default", "alpha")
+	after := srv.Object(t, "agents", "default", "alpha")
 	if after.GetResourceVersion() != mid.GetResourceVersion() || after.GetGeneration() != before.GetGeneration() {
 		t.Fatalf("unchanged re-apply wrote: rv %s→%s gen %d→%d", mid.GetResourceVersion(), after.GetResourceVersion(),
 			before.GetGeneration(), after.GetGeneration())
@@ -75,7 +72,7 @@ func TestApplyMultiDocumentThenUnchanged(t *testing.T) {
 	if r.out != "agent.aicli.dev/alpha configured\nconversation.aicli.dev/alpha-1 unchanged\n" {
 		t.Fatalf("changed apply output:\n%s", r.out)
 	}
-	got := srv.Object("agents", "default", "alpha")
+	got := srv.Object(t, "agents", "default", "alpha")
 	if got.GetGeneration() != 2 || got.GetLabels()["team"] != "b" {
 		t.Fatalf("after change: generation %d labels %v", got.GetGeneration(), got.GetLabels())
 	}
@@ -88,7 +85,7 @@ func TestApplyMultiDocumentThenUnchanged(t *testing.T) {
 }
 
 func TestApplyDirectoryStdinAndNamespace(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "b.yaml", fmt.Sprintf(agentYAML, "bravo", "m"))
 	writeFile(t, dir, "a.json", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"alpha"},"spec":{"harness":"fake"}}`)
@@ -99,14 +96,14 @@ func TestApplyDirectoryStdinAndNamespace(t *testing.T) {
 	if r.out != "agent.aicli.dev/alpha created\nagent.aicli.dev/bravo created\n" {
 		t.Fatalf("dir apply output (want sorted files):\n%s", r.out)
 	}
-	if srv.Object("agents", "team-a", "bravo") == nil {
+	if srv.Object(t, "agents", "team-a", "bravo") == nil {
 		t.Fatal("-n did not set the namespace")
 	}
 
 	ctx := context.Background()
 	r = aictlIn(t, ctx, srv.URL, fmt.Sprintf(agentYAML, "charlie", "m"), "apply", "-f", "-")
 	wantCode(t, r, 0)
-	if r.out != "agent.aicli.dev/charlie created\n" || srv.Object("agents", "default", "charlie") == nil {
+	if r.out != "agent.aicli.dev/charlie created\n" || srv.Object(t, "agents", "default", "charlie") == nil {
 		t.Fatalf("stdin apply: %q", r.out)
 	}
 
@@ -120,7 +117,7 @@ func TestApplyDirectoryStdinAndNamespace(t *testing.T) {
 }
 
 func TestApplyUnknownFieldNamesFileAndDocument(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	bad := fmt.Sprintf(agentYAML, "good", "m") + "---\n" + fmt.Sprintf(agentYAML, "bad", "m") + "  colour: red\n"
 	f := writeFile(t, t.TempDir(), "agents.yaml", bad)
 	r := aictl(t, srv.URL, "apply", "-f", f)
@@ -132,7 +129,7 @@ func TestApplyUnknownFieldNamesFileAndDocument(t *testing.T) {
 	if !strings.HasPrefix(r.err, want) || !strings.Contains(r.err, `unknown field "spec.colour"`) {
 		t.Fatalf("stderr:\n%s\nwant prefix %s and the unknown field", r.err, want)
 	}
-	if srv.Object("agents", "default", "bad") != nil {
+	if srv.Object(t, "agents", "default", "bad") != nil {
 		t.Fatal("invalid object stored")
 	}
 
@@ -154,7 +151,7 @@ func TestApplyUnknownFieldNamesFileAndDocument(t *testing.T) {
 }
 
 func TestApplyInputErrors(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	cases := []struct{ name, content, want string }{
 		{"malformed.yaml", "apiVersion: [unclosed\n", `error parsing`},
@@ -177,7 +174,7 @@ func TestApplyInputErrors(t *testing.T) {
 }
 
 func TestApplyRetriesOnConflict(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	f := writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "racy", "one"))
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", f), 0)
 
@@ -195,13 +192,13 @@ func TestApplyRetriesOnConflict(t *testing.T) {
 	if r.out != "agent.aicli.dev/racy configured\n" || puts.Load() != 2 {
 		t.Fatalf("output %q after %d PUTs", r.out, puts.Load())
 	}
-	if m, _, _ := unstructured.NestedString(srv.Object("agents", "default", "racy").Object, "spec", "model"); m != "two" {
+	if m, _, _ := unstructured.NestedString(srv.Object(t, "agents", "default", "racy").Object, "spec", "model"); m != "two" {
 		t.Fatalf("model = %q", m)
 	}
 }
 
 func TestApplyOfGetOutputCreatesElsewhere(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "src", "m"))), 0)
 	setReady(t, srv, "agents", "default", "src", "True", 1, 1)
 	r := aictl(t, srv.URL, "get", "agent", "src", "-o", "yaml")
@@ -214,8 +211,8 @@ func TestApplyOfGetOutputCreatesElsewhere(t *testing.T) {
 	wantCode(t, r, 1)
 	r = aictl(t, srv.URL, "apply", "-f", exported)
 	wantCode(t, r, 0)
-	got := srv.Object("agents", "copy", "src")
-	if got == nil || got.GetGeneration() != 1 || got.GetUID() == srv.Object("agents", "default", "src").GetUID() {
+	got := srv.Object(t, "agents", "copy", "src")
+	if got == nil || got.GetGeneration() != 1 || got.GetUID() == srv.Object(t, "agents", "default", "src").GetUID() {
 		t.Fatalf("copy: %v", got)
 	}
 	if _, found, _ := unstructured.NestedMap(got.Object, "status"); found {
@@ -224,12 +221,12 @@ func TestApplyOfGetOutputCreatesElsewhere(t *testing.T) {
 }
 
 func TestApplyServerDryRun(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	f := writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "dry", "m"))
 	r := aictl(t, srv.URL, "apply", "-f", f, "--dry-run=server")
 	wantCode(t, r, 0)
-	if r.out != "agent.aicli.dev/dry created (server dry run)\n" || srv.Object("agents", "default", "dry") != nil {
-		t.Fatalf("dry run: %q stored=%v", r.out, srv.Object("agents", "default", "dry") != nil)
+	if r.out != "agent.aicli.dev/dry created (server dry run)\n" || srv.Object(t, "agents", "default", "dry") != nil {
+		t.Fatalf("dry run: %q stored=%v", r.out, srv.Object(t, "agents", "default", "dry") != nil)
 	}
 }
 
@@ -276,7 +273,7 @@ func TestSamplesApplyCleanly(t *testing.T) {
 		}
 	}
 
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	r := aictl(t, srv.URL, "apply", "-f", dir)
 	wantCode(t, r, 0)
 	if n := strings.Count(r.out, " created\n"); n != len(entries) {
@@ -321,7 +318,7 @@ items:
 }
 
 func TestMissingArgumentsExplainThemselves(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	for args, want := range map[string]string{
 		"get":                           "you must specify the type of resource",
 		"describe agents":               "describe needs a name",

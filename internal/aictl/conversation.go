@@ -3,11 +3,13 @@ package aictl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,16 +64,61 @@ func conversationTarget(g *globalOptions, arg string) (*client.Client, string, e
 	return cl, name, nil
 }
 
+// defaultLiveWait is how long start --wait and send wait for a conversation
+// to become live.
+const defaultLiveWait = 2 * time.Minute
+
+// waitFlag is --wait[=TIMEOUT]: off, bare (defaultLiveWait) or a duration.
+type waitFlag struct {
+	set     bool
+	timeout time.Duration
+}
+
+func (w *waitFlag) String() string {
+	if !w.set {
+		return ""
+	}
+	return w.timeout.String()
+}
+
+func (w *waitFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 90s or 5m", v)
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q: the timeout must be positive", v)
+	}
+	w.set, w.timeout = true, d
+	return nil
+}
+
+func (w *waitFlag) Type() string { return "duration" }
+
 func newStartCommand(g *globalOptions) *cobra.Command {
 	var output string
+	var wait waitFlag
 	cmd := &cobra.Command{
-		Use:   "start AGENT",
+		Use:   "start AGENT [--wait[=TIMEOUT]]",
 		Short: "Start a conversation with an agent, or continue its live one",
 		Long: "Start asks the supervisor for the agent's live conversation: when the agent has a conversation " +
 			"that desires Active it is returned (continued), otherwise a new one is created (started). " +
-			"The supervisor assembles everything else from its stored definitions.",
-		Example: "  aictl start coder\n  aictl start coder -n team-a -o name",
-		Args:    cobra.ExactArgs(1),
+			"The supervisor assembles everything else from its stored definitions.\n\n" +
+			"Start returns at once, before the conversation's container, guest and CLI are up. With --wait it " +
+			"waits (up to TIMEOUT, " + defaultLiveWait.String() + " when bare) until the conversation is live, its " +
+			"Ready condition True for its current generation, and then prints only its name (or the live object " +
+			"with -o), so that C=$(aictl start --wait AGENT) can be sent to at once. It exits non-zero when the " +
+			"timeout passes first, saying what it waited for and the conversation's current Ready reason.",
+		Example: "  aictl start coder\n  aictl start coder -n team-a -o name\n" +
+			"  C=$(aictl start --wait coder) && aictl send \"$C\" 'summarise README.md'\n  aictl start coder --wait=5m",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 && wait.set {
+				if _, err := time.ParseDuration(args[1]); err == nil {
+					return fmt.Errorf("--wait takes its timeout after an equals sign: --wait=%s", args[1])
+				}
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
 			case "", "wide", "yaml", "json", "name":
@@ -82,17 +129,20 @@ func newStartCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runStart(cmd.Context(), g, cl, args[0], output)
+			return runStart(cmd.Context(), g, cl, args[0], output, wait)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json or name (default: table)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml, json or name (default: table; with --wait: the name)")
+	f := cmd.Flags().VarPF(&wait, "wait", "", "wait until the conversation is live, then print its name; "+
+		"--wait=TIMEOUT bounds the wait (default "+defaultLiveWait.String()+")")
+	f.NoOptDefVal = defaultLiveWait.String()
 	return cmd
 }
 
-func runStart(ctx context.Context, g *globalOptions, cl *client.Client, agent, output string) error {
-	ctx, cancel := requestContext(ctx, cl)
+func runStart(ctx context.Context, g *globalOptions, cl *client.Client, agent, output string, wait waitFlag) error {
+	reqCtx, cancel := requestContext(ctx, cl)
 	defer cancel()
-	resp, err := cl.Do(ctx, http.MethodPost, client.ResourcePath("agents", g.ns(), agent, wire.SubStart), "", nil)
+	resp, err := cl.Do(reqCtx, http.MethodPost, client.ResourcePath("agents", g.ns(), agent, wire.SubStart), "", nil)
 	if err != nil {
 		return &opError{op: "start " + agent, err: err}
 	}
@@ -114,6 +164,21 @@ func runStart(ctx context.Context, g *globalOptions, cl *client.Client, agent, o
 		return err
 	}
 	note := fmt.Sprintf("%s %s", ref(res, conv.GetName()), verb)
+	if wait.set {
+		fmt.Fprintf(g.streams.ErrOut, "%s; waiting up to %s for it to be live\n", note, wait.timeout)
+		wctx, cancel := context.WithTimeout(ctx, wait.timeout)
+		defer cancel()
+		live, err := cl.WaitConversationLive(wctx, g.ns(), conv.GetName())
+		if err != nil {
+			return &opError{op: "start " + agent, err: notLiveError(g, err, wait.timeout)}
+		}
+		fmt.Fprintf(g.streams.ErrOut, "%s is live\n", ref(res, conv.GetName()))
+		if output == "" {
+			fmt.Fprintln(g.streams.Out, live.GetName())
+			return nil
+		}
+		conv, note = live, ""
+	}
 	switch output {
 	case "", "wide":
 		table, err := newTablePrinter(res, output == "wide", false)
@@ -126,9 +191,36 @@ func runStart(ctx context.Context, g *globalOptions, cl *client.Client, agent, o
 		fmt.Fprintln(g.streams.Out, note)
 		return nil
 	default:
-		fmt.Fprintln(g.streams.ErrOut, note)
+		if note != "" {
+			fmt.Fprintln(g.streams.ErrOut, note)
+		}
 		return printObjects(g.streams.Out, output, []unstructured.Unstructured{*conv}, false, res)
 	}
+}
+
+// notLiveError phrases a wait for a live conversation that ended without
+// it: how long was waited for what, or the command that makes it live.
+func notLiveError(g *globalOptions, err error, waited time.Duration) error {
+	var nl *client.NotLiveError
+	if !errors.As(err, &nl) {
+		return err
+	}
+	ns := ""
+	if g.ns() != DefaultNamespace {
+		ns = " -n " + g.ns()
+	}
+	switch {
+	case errors.Is(nl.Err, context.DeadlineExceeded):
+		return fmt.Errorf("timed out after %s waiting for conversation %s to be live (Ready=True for generation %d); %s "+
+			"(see 'aictl describe conversation %s%s')", waited, nl.Name, nl.Generation, nl.ReadySummary(), nl.Name, ns)
+	case nl.Err != nil || nl.Deleted || nl.Deleting || nl.Stalled != nil:
+		return err
+	case nl.Desired == v1alpha1.ConversationPaused:
+		return fmt.Errorf("%w: resume it first (aictl resume %s%s)", err, nl.Name, ns)
+	case nl.Desired == v1alpha1.ConversationArchived:
+		return fmt.Errorf("%w: start a new conversation for agent %s (aictl start %s%s)", err, nl.Agent, nl.Agent, ns)
+	}
+	return err
 }
 
 // newDesiredStateCommand builds pause, resume or archive: a merge patch of
@@ -180,18 +272,25 @@ func newArchiveCommand(g *globalOptions) *cobra.Command {
 
 func newSendCommand(g *globalOptions) *cobra.Command {
 	var file string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "send CONVERSATION TEXT... | send CONVERSATION -f FILE",
-		Short: "Send one message to a live conversation; returns once the guest accepted it",
+		Short: "Send one message to a conversation; returns once the guest accepted it",
 		Long: "Send delivers one message atomically through the conversation's guest (as a paste, then submitted). " +
 			"It returns when the guest has accepted the message, not when the agent answered: read the answer " +
-			"with 'aictl transcript -f'. Several TEXT arguments are joined with spaces; -f - reads standard input.",
+			"with 'aictl transcript -f'. Several TEXT arguments are joined with spaces; -f - reads standard input.\n\n" +
+			"A conversation that is starting (desired Active, not live yet) is waited for, up to --timeout, " +
+			"and then sent to; --timeout=0 fails at once instead. A Paused or Archived conversation fails at " +
+			"once, naming the command that makes it live.",
 		Example: "  aictl send coder-x7k2p 'summarise README.md'\n  aictl send coder-x7k2p -f prompt.md\n" +
-			"  git diff | aictl send coder-x7k2p -f -",
+			"  git diff | aictl send coder-x7k2p -f -\n  aictl send coder-x7k2p --timeout=5m 'start when you are up'",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (file == "") == (len(args) < 2) {
 				return fmt.Errorf("give the message either as TEXT or with -f FILE, not both or neither")
+			}
+			if timeout < 0 {
+				return fmt.Errorf("--timeout must not be negative, not %s (0 fails at once when the conversation is not live)", timeout)
 			}
 			cl, name, err := conversationTarget(g, args[0])
 			if err != nil {
@@ -203,19 +302,26 @@ func newSendCommand(g *globalOptions) *cobra.Command {
 					return err
 				}
 			}
-			body, err := json.Marshal(wire.SendRequest{Text: text})
-			if err != nil {
-				return err
+			if timeout == 0 {
+				err = cl.Send(cmd.Context(), g.ns(), name, text)
+			} else {
+				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+				defer cancel()
+				err = cl.SendWhenLive(ctx, g.ns(), name, text, func(nl *client.NotLiveError) {
+					fmt.Fprintf(g.streams.ErrOut, "conversation %s is not live yet (%s); waiting up to %s\n",
+						name, nl.ReadySummary(), timeout)
+				})
 			}
-			if _, err := cl.DoRaw(cmd.Context(), http.MethodPost,
-				client.ResourcePath(conversationsPlural, g.ns(), name, wire.SubSend), client.ContentTypeJSON, body); err != nil {
-				return &opError{op: "send to " + name, err: err}
+			if err != nil {
+				return &opError{op: "send to " + name, err: notLiveError(g, err, timeout)}
 			}
 			fmt.Fprintf(g.streams.ErrOut, "message accepted by conversation %s\n", name)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "read the message from FILE (- for standard input)")
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultLiveWait,
+		"how long to wait for a starting conversation to become live (0: fail at once when it is not live)")
 	return cmd
 }
 

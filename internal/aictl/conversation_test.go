@@ -14,7 +14,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/convapi/convapitest"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 func desiredOf(t *testing.T, env *convapitest.Env, ns, name string) string {
@@ -163,8 +163,8 @@ func TestTranscriptCommand(t *testing.T) {
 	env.CreateAgent(t, "default", "coder")
 	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationPaused)
 	uid := env.UID(t, "default", "c1")
-	env.Transcripts.Append(uid, transcript.SpeakerHuman, "hi")
-	env.Transcripts.Append(uid, transcript.SpeakerAgent, "fake[turn 1]: hi\nsecond line")
+	env.Transcripts.Append(uid, transcriptwire.SpeakerHuman, "hi")
+	env.Transcripts.Append(uid, transcriptwire.SpeakerAgent, "fake[turn 1]: hi\nsecond line")
 	env.Transcripts.Append(uid, "injected:watcher", "look at the tests")
 
 	r := aictl(t, env.URL, "transcript", "c1")
@@ -175,7 +175,7 @@ func TestTranscriptCommand(t *testing.T) {
 	}
 	r = aictl(t, env.URL, "transcript", "c1", "--from", "3", "-o", "json")
 	wantCode(t, r, 0)
-	var e transcript.Entry
+	var e transcriptwire.Entry
 	if err := json.Unmarshal([]byte(r.out), &e); err != nil || e.Cursor != 3 || e.Speaker != "injected:watcher" {
 		t.Errorf("json transcript from 3 = %q (%v)", r.out, err)
 	}
@@ -190,7 +190,7 @@ func TestTranscriptFollowCommand(t *testing.T) {
 	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationActive)
 	uid := env.UID(t, "default", "c1")
 	for i := 1; i <= 3; i++ {
-		env.Transcripts.Append(uid, transcript.SpeakerHuman, fmt.Sprintf("m%d", i))
+		env.Transcripts.Append(uid, transcriptwire.SpeakerHuman, fmt.Sprintf("m%d", i))
 	}
 	env.Transcripts.CutSubscriptionsAfter(2)
 
@@ -199,7 +199,7 @@ func TestTranscriptFollowCommand(t *testing.T) {
 		return strings.Contains(out.String(), "[3] human: m3")
 	})
 	for i := 4; i <= 7; i++ {
-		env.Transcripts.Append(uid, transcript.SpeakerAgent, fmt.Sprintf("m%d", i))
+		env.Transcripts.Append(uid, transcriptwire.SpeakerAgent, fmt.Sprintf("m%d", i))
 	}
 	eventually(t, "live entries are printed", func() bool { return strings.Contains(out.String(), "[7] agent: m7") })
 	stop()

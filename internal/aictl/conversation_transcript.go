@@ -14,7 +14,7 @@ import (
 
 	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/convapi/wire"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 type transcriptOptions struct {
@@ -82,7 +82,7 @@ func (o *transcriptOptions) run(ctx context.Context, g *globalOptions, cl *clien
 			next = page.NextCursor
 		}
 	}
-	backoff := newBackoff()
+	var backoff client.Backoff
 	for {
 		progressed, err := o.stream(ctx, cl, base, &next, out)
 		if ctx.Err() != nil {
@@ -92,9 +92,9 @@ func (o *transcriptOptions) run(ctx context.Context, g *globalOptions, cl *clien
 			return &opError{op: "transcript of " + name, err: err}
 		}
 		if progressed {
-			backoff = newBackoff()
+			backoff.Reset()
 		}
-		if !backoff.wait(ctx) {
+		if !backoff.Wait(ctx) {
 			return nil
 		}
 	}
@@ -111,7 +111,7 @@ func (o *transcriptOptions) stream(ctx context.Context, cl *client.Client, base 
 	dec := json.NewDecoder(resp.Body)
 	progressed := false
 	for {
-		var e transcript.Entry
+		var e transcriptwire.Entry
 		if err := dec.Decode(&e); err != nil {
 			var syntaxErr *json.SyntaxError
 			var typeErr *json.UnmarshalTypeError
@@ -135,7 +135,7 @@ func (o *transcriptOptions) stream(ctx context.Context, cl *client.Client, base 
 
 // print writes one entry: a JSON line, or "[cursor] speaker: text" with
 // continuation lines indented.
-func (o *transcriptOptions) print(w io.Writer, e transcript.Entry) error {
+func (o *transcriptOptions) print(w io.Writer, e transcriptwire.Entry) error {
 	if o.output == "json" {
 		b, err := json.Marshal(e)
 		if err != nil {

@@ -8,11 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"aicli.dev/aicli/internal/client/clienttest"
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
 )
 
 func TestDiffExitCodes(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	f := writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "d", "one"))
 
@@ -23,7 +23,7 @@ func TestDiffExitCodes(t *testing.T) {
 		!strings.Contains(r.out, "+    memoryMiB: 2048\n") || strings.Contains(r.out, "\n-") {
 		t.Fatalf("diff of a new object:\n%s", r.out)
 	}
-	if srv.Object("agents", "default", "d") != nil {
+	if srv.Object(t, "agents", "default", "d") != nil {
 		t.Fatal("diff stored the object")
 	}
 
@@ -34,14 +34,15 @@ func TestDiffExitCodes(t *testing.T) {
 		t.Fatalf("no-change diff printed:\n%s", r.out)
 	}
 
-	before := srv.Object("agents", "default", "d").GetResourceVersion()
+	before := srv.Object(t, "agents", "default", "d").GetResourceVersion()
 	f2 := writeFile(t, dir, "b.yaml", fmt.Sprintf(agentYAML, "d", "two"))
 	r = aictl(t, srv.URL, "diff", "-f", f2)
 	wantCode(t, r, 1)
-	if !strings.Contains(r.out, "-  model: one\n+  model: two\n") || !strings.Contains(r.out, "-  generation: 1\n+  generation: 2\n") {
+	// The server's dry-run preview keeps the stored generation.
+	if !strings.Contains(r.out, "-  model: one\n+  model: two\n") || strings.Contains(r.out, "generation:") {
 		t.Fatalf("changed diff:\n%s", r.out)
 	}
-	if got := srv.Object("agents", "default", "d"); got.GetResourceVersion() != before {
+	if got := srv.Object(t, "agents", "default", "d"); got.GetResourceVersion() != before {
 		t.Fatal("diff modified the live object")
 	}
 
@@ -59,7 +60,7 @@ func TestDiffExitCodes(t *testing.T) {
 }
 
 func TestDescribeShowsConditionsAndHistory(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "desc", "one"))), 0)
 	setReady(t, srv, "agents", "default", "desc", "False", 1, 1)
@@ -96,8 +97,9 @@ func TestDescribeShowsConditionsAndHistory(t *testing.T) {
 }
 
 func TestAuthErrorsOverTLS(t *testing.T) {
-	srv := clienttest.NewTLS(t, map[string][]string{"team-a-token": {"team-a"}})
-	ca := "--certificate-authority=" + srv.CAFile
+	url, caFile := apiservertest.New(t).ServeTLS(t, map[string][]string{"team-a-token": {"team-a"}})
+	srv := testServer{URL: url}
+	ca := "--certificate-authority=" + caFile
 
 	r := aictl(t, srv.URL, ca, "get", "agents", "-n", "team-a")
 	wantCode(t, r, 1)
@@ -137,7 +139,7 @@ func TestAuthErrorsOverTLS(t *testing.T) {
 }
 
 func TestAPIResources(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	r := aictl(t, srv.URL, "api-resources")
 	wantCode(t, r, 0)
 	rows := cells(r.out)

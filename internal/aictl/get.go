@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -204,7 +202,7 @@ func (o *getOptions) stream(ctx context.Context, cl *client.Client, res *apische
 	if len(targets) > 0 {
 		selector = ""
 	}
-	return watchLoop(ctx, cl, res.Plural, ns, selector, rv, func(ev watch.Event) (bool, error) {
+	return cl.WatchUntil(ctx, res.Plural, ns, client.ListOptions{LabelSelector: selector, ResourceVersion: rv}, func(ev watch.Event) (bool, error) {
 		obj, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok || (len(names) > 0 && !names[obj.GetName()]) {
 			return false, nil
@@ -225,58 +223,4 @@ func printStreamed(out io.Writer, format string, obj *unstructured.Unstructured,
 		fmt.Fprintln(out, "---")
 	}
 	return printObjects(out, format, []unstructured.Unstructured{*obj}, false, res)
-}
-
-// watchLoop watches plural from rv and calls fn for every ADDED, MODIFIED and
-// DELETED event until fn reports done, fn fails, or ctx ends (nil error). A
-// stream the server ends is resumed from the last version seen; a version
-// too old to resume from (410) is an error.
-func watchLoop(ctx context.Context, cl *client.Client, plural, ns, selector, rv string,
-	fn func(watch.Event) (bool, error)) error {
-	backoff := newBackoff()
-	for {
-		w, err := cl.Watch(ctx, plural, ns, client.ListOptions{ResourceVersion: rv, LabelSelector: selector, AllowWatchBookmarks: true})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		progressed := false
-		for ev := range w.ResultChan() {
-			switch ev.Type {
-			case watch.Error:
-				w.Stop()
-				if st, ok := ev.Object.(*metav1.Status); ok {
-					return apierrors.FromObject(st)
-				}
-				return fmt.Errorf("watch error: %v", ev.Object)
-			case watch.Bookmark:
-				if obj, ok := ev.Object.(*unstructured.Unstructured); ok && obj.GetResourceVersion() != "" {
-					rv = obj.GetResourceVersion()
-				}
-				continue
-			}
-			obj, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			rv, progressed = obj.GetResourceVersion(), true
-			done, err := fn(ev)
-			if done || err != nil {
-				w.Stop()
-				return err
-			}
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if progressed {
-			backoff = newBackoff()
-		}
-		if !backoff.wait(ctx) {
-			return nil
-		}
-	}
 }

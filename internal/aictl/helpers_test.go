@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/internal/aictl/aictltest"
-	"aicli.dev/aicli/internal/client/clienttest"
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
 )
 
 // syncBuffer is a buffer safe to read while a command writes to it.
@@ -63,10 +63,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	aictltest.Eventually(t, what, cond)
 }
 
-// setReady sets the Ready condition as a controller would.
-func setReady(t *testing.T, srv *clienttest.Server, plural, ns, name, status string, condGen, statusGen int64) {
+// testServer is the real API server (over a store in a temporary directory)
+// and the address aictl reaches it at.
+type testServer struct {
+	*apiservertest.Server
+	URL string
+}
+
+// unixServer serves the API on a unix socket, as the supervisor's local admin.
+func unixServer(t *testing.T) testServer {
 	t.Helper()
-	err := srv.Mutate(plural, ns, name, func(o *unstructured.Unstructured) {
+	srv := apiservertest.New(t)
+	return testServer{Server: srv, URL: srv.ServeUnix(t)}
+}
+
+// setReady sets the Ready condition as a controller would.
+func setReady(t *testing.T, srv testServer, plural, ns, name, status string, condGen, statusGen int64) {
+	t.Helper()
+	srv.Mutate(t, plural, ns, name, func(o *unstructured.Unstructured) {
 		cond := map[string]any{"type": "Ready", "status": status, "reason": "Succeeded", "message": "all good",
 			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}
 		if condGen != 0 {
@@ -77,9 +91,6 @@ func setReady(t *testing.T, srv *clienttest.Server, plural, ns, name, status str
 			_ = unstructured.SetNestedField(o.Object, statusGen, "status", "observedGeneration")
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 const agentYAML = `apiVersion: aicli.dev/v1alpha1

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/spend/spendcli"
 )
 
@@ -18,9 +18,9 @@ func newSpendCommand(g *globalOptions) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		path := apiserver.APIPrefix + "/spendhistory"
+		path := apischema.APIPath + "/spendhistory"
 		if g.nsSet {
-			path = apiserver.APIPrefix + "/namespaces/" + url.PathEscape(g.ns()) + "/spendhistory"
+			path = apischema.APIPath + "/namespaces/" + url.PathEscape(g.ns()) + "/spendhistory"
 		}
 		if since != "" {
 			path += "?since=" + url.QueryEscape(since)

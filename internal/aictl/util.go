@@ -1,10 +1,6 @@
 package aictl
 
-import (
-	"context"
-	"strconv"
-	"time"
-)
+import "strconv"
 
 // newerRV reports whether resourceVersion a is newer than b; versions are
 // the store's event sequence numbers. An empty b is older than anything.
@@ -18,24 +14,4 @@ func newerRV(a, b string) bool {
 		return a > b
 	}
 	return x > y
-}
-
-// backoff spaces out reconnects of a watch the server keeps ending.
-type backoff struct{ next time.Duration }
-
-func newBackoff() *backoff { return &backoff{next: 50 * time.Millisecond} }
-
-// wait blocks for the current delay, doubling it up to 2s; false when ctx ended.
-func (b *backoff) wait(ctx context.Context) bool {
-	t := time.NewTimer(b.next)
-	defer t.Stop()
-	if b.next *= 2; b.next > 2*time.Second {
-		b.next = 2 * time.Second
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"aicli.dev/aicli/internal/client"
 )
@@ -41,36 +39,10 @@ func parseFor(v string) (condition, error) {
 	return condition{typ: typ, status: status}, nil
 }
 
-// met reports whether obj satisfies c. A condition counts only when it was
-// observed for the object's current generation: its own observedGeneration,
-// or status.observedGeneration when the condition has none.
+// met reports whether obj satisfies c: the condition observed for the
+// object's current generation (client.ConditionMet).
 func (c condition) met(obj *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, item := range conds {
-		m, ok := item.(map[string]any)
-		if !ok || !strings.EqualFold(str(m["type"]), c.typ) {
-			continue
-		}
-		if !strings.EqualFold(str(m["status"]), c.status) {
-			return false
-		}
-		observed, ok := asInt64(m["observedGeneration"])
-		if !ok || observed == 0 {
-			observed, _, _ = unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-		}
-		return observed == obj.GetGeneration()
-	}
-	return false
-}
-
-func asInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), true
-	}
-	return 0, false
+	return client.ConditionMet(obj, c.typ, c.status)
 }
 
 func (c condition) String() string {
@@ -127,50 +99,24 @@ func newWaitCommand(g *globalOptions) *cobra.Command {
 // errTimeout is returned when the wait deadline passes.
 var errTimeout = errors.New("timed out waiting")
 
-// waitFor blocks until t satisfies c or ctx ends. It reads the object, then
-// watches it from that version; a watch the server ends is resumed, and a
-// version too old to resume from (410) restarts from a fresh read.
+// waitFor blocks until t satisfies c or ctx ends, following the object
+// through the watch (client.WaitFor).
 func waitFor(ctx context.Context, cl *client.Client, t target, ns string, c condition) error {
-	timedOut := func() error {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return fmt.Errorf("interrupted while waiting for %s on %s/%s", c, t.res.Plural, t.name)
+	_, err := cl.WaitFor(ctx, t.res.Plural, ns, t.name, func(obj *unstructured.Unstructured) (bool, error) {
+		if obj == nil {
+			return c.deleted, nil
 		}
+		return !c.deleted && c.met(obj), nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, client.ErrDeleted):
+		return fmt.Errorf("%s was deleted while waiting for %s", quotedRef(t.res, t.name), c)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("interrupted while waiting for %s on %s/%s", c, t.res.Plural, t.name)
+	case ctx.Err() != nil:
 		return fmt.Errorf("%w for %s on %s/%s", errTimeout, c, t.res.Plural, t.name)
 	}
-	for {
-		obj, err := cl.Get(ctx, t.res.Plural, ns, t.name)
-		switch {
-		case apierrors.IsNotFound(err) && c.deleted:
-			return nil
-		case err != nil && ctx.Err() != nil:
-			return timedOut()
-		case err != nil:
-			return err
-		case !c.deleted && c.met(obj):
-			return nil
-		}
-		var deletedErr error
-		err = watchLoop(ctx, cl, t.res.Plural, ns, "", obj.GetResourceVersion(), func(ev watch.Event) (bool, error) {
-			o := ev.Object.(*unstructured.Unstructured)
-			if o.GetName() != t.name {
-				return false, nil
-			}
-			if ev.Type == watch.Deleted {
-				if !c.deleted {
-					deletedErr = fmt.Errorf("%s was deleted while waiting for %s", quotedRef(t.res, t.name), c)
-				}
-				return true, nil
-			}
-			return !c.deleted && c.met(o), nil
-		})
-		switch {
-		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-			continue // compacted past our version: read again
-		case err != nil:
-			return err
-		case ctx.Err() != nil:
-			return timedOut()
-		}
-		return deletedErr
-	}
+	return err
 }

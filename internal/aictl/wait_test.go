@@ -2,51 +2,13 @@ package aictl
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"aicli.dev/aicli/internal/client/clienttest"
 )
-
-func TestConditionMetNeedsCurrentGeneration(t *testing.T) {
-	ready := condition{typ: "Ready", status: "True"}
-	mk := func(gen int64, status string, condGen, statusGen any) *unstructured.Unstructured {
-		c := map[string]any{"type": "Ready", "status": status}
-		if condGen != nil {
-			c["observedGeneration"] = condGen
-		}
-		st := map[string]any{"conditions": []any{c}}
-		if statusGen != nil {
-			st["observedGeneration"] = statusGen
-		}
-		return &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "x", "generation": gen}, "status": st}}
-	}
-	cases := []struct {
-		name string
-		obj  *unstructured.Unstructured
-		want bool
-	}{
-		{"condition observed current generation", mk(2, "True", int64(2), nil), true},
-		{"condition observed an older generation", mk(2, "True", int64(1), int64(2)), false},
-		{"status.observedGeneration current, condition has none", mk(2, "True", nil, int64(2)), true},
-		{"status.observedGeneration stale, condition has none", mk(2, "True", nil, int64(1)), false},
-		{"no observedGeneration anywhere", mk(2, "True", nil, nil), false},
-		{"current but False", mk(2, "False", int64(2), nil), false},
-		{"float generation from a JSON decoder", mk(3, "True", float64(3), nil), true},
-		{"no conditions", &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"generation": int64(1)}}}, false},
-	}
-	for _, c := range cases {
-		if got := ready.met(c.obj); got != c.want {
-			t.Errorf("%s: met = %v, want %v", c.name, got, c.want)
-		}
-	}
-	if !(condition{typ: "Ready", status: "False"}).met(mk(2, "False", int64(2), nil)) {
-		t.Error("condition=Ready=False not met by a current False")
-	}
-}
 
 func TestParseFor(t *testing.T) {
 	for in, want := range map[string]string{
@@ -65,7 +27,7 @@ func TestParseFor(t *testing.T) {
 }
 
 func TestWaitIgnoresStaleReadyThenSucceeds(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "w", "one"))), 0)
 	setReady(t, srv, "agents", "default", "w", "True", 1, 1)
@@ -110,7 +72,7 @@ func TestWaitIgnoresStaleReadyThenSucceeds(t *testing.T) {
 }
 
 func TestWaitForDeleteAndMissingObjects(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	r := aictl(t, srv.URL, "wait", "--for=delete", "agent/none", "--timeout", "5s")
 	wantCode(t, r, 0)
 
@@ -134,25 +96,37 @@ func TestWaitForDeleteAndMissingObjects(t *testing.T) {
 }
 
 func TestWaitResumesAfterCompaction(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "c", "m"))), 0)
-	// Every watch from an old version now gets 410 Gone; wait must re-read.
-	srv.Compact()
-	setReady(t, srv, "agents", "default", "c", "True", 1, 1)
-	srv.Compact()
-	r := aictl(t, srv.URL, "wait", "--for=condition=Ready", "agent/c", "--timeout", "5s")
+	// The wait's first watch is ended by the server; before its resumed watch
+	// is served, the agent turns Ready and the watch log is compacted past the
+	// wait's version: the resume gets 410 Gone and wait must read again.
+	const agents = "/apis/aicli.dev/v1alpha1/namespaces/default/agents"
+	var watchRequests atomic.Int32
+	srv.BeforeServe(func(r *http.Request) {
+		if r.URL.Path == agents && r.URL.Query().Get("watch") == "true" && watchRequests.Add(1) == 2 {
+			setReady(t, srv, "agents", "default", "c", "True", 1, 1)
+			srv.Compact(t)
+		}
+	})
+	reads := srv.Requests("GET", agents+"/c")
+	_, _, wait := started(t, srv.URL, "wait", "--for=condition=Ready", "agent/c", "--timeout", "10s")
+	eventually(t, "the wait watches", func() bool { return srv.Watches() == 1 })
+	srv.EndWatches()
+	r := wait()
 	wantCode(t, r, 0)
+	if n := srv.Requests("GET", agents+"/c") - reads; n != 2 || watchRequests.Load() != 2 {
+		t.Fatalf("wait read the object %d times over %d watches, want 2 reads (one after the 410) and 2 watches", n, watchRequests.Load())
+	}
 }
 
 func TestDeleteWaitAndFinalizers(t *testing.T) {
-	srv := clienttest.NewUnix(t)
+	srv := unixServer(t)
 	dir := t.TempDir()
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", writeFile(t, dir, "a.yaml", fmt.Sprintf(agentYAML, "kept", "m"))), 0)
-	if err := srv.Mutate("agents", "default", "kept", func(o *unstructured.Unstructured) {
+	srv.Mutate(t, "agents", "default", "kept", func(o *unstructured.Unstructured) {
 		o.SetFinalizers([]string{"aicli.dev/home"})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	// Without the controller releasing the finalizer, --wait times out.
 	r := aictl(t, srv.URL, "delete", "agent", "kept", "--wait", "--timeout", "300ms")
@@ -160,7 +134,7 @@ func TestDeleteWaitAndFinalizers(t *testing.T) {
 	if r.out != "agent.aicli.dev \"kept\" deleted\n" || !strings.Contains(r.err, "timed out waiting for delete on agents/kept") {
 		t.Fatalf("delete --wait timeout: out %q err %q", r.out, r.err)
 	}
-	if o := srv.Object("agents", "default", "kept"); o == nil || o.GetDeletionTimestamp() == nil {
+	if o := srv.Object(t, "agents", "default", "kept"); o == nil || o.GetDeletionTimestamp() == nil {
 		t.Fatal("object should remain, marked for deletion")
 	}
 
@@ -168,12 +142,10 @@ func TestDeleteWaitAndFinalizers(t *testing.T) {
 	// controller then releases it and --wait returns.
 	out, _, wait := started(t, srv.URL, "delete", "-f", dir+"/a.yaml", "--wait", "--timeout", "10s")
 	eventually(t, "delete printed", func() bool { return out.String() != "" })
-	if err := srv.Mutate("agents", "default", "kept", func(o *unstructured.Unstructured) { o.SetFinalizers(nil) }); err != nil {
-		t.Fatal(err)
-	}
+	srv.Mutate(t, "agents", "default", "kept", func(o *unstructured.Unstructured) { o.SetFinalizers(nil) })
 	r = wait()
 	wantCode(t, r, 0)
-	if srv.Object("agents", "default", "kept") != nil {
+	if srv.Object(t, "agents", "default", "kept") != nil {
 		t.Fatal("object still present after delete --wait")
 	}
 

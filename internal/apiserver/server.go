@@ -18,9 +18,6 @@ import (
 	"aicli.dev/aicli/internal/store"
 )
 
-// APIPrefix is the path prefix of the aicli.dev/v1alpha1 API.
-const APIPrefix = "/apis/" + v1alpha1.Group + "/" + v1alpha1.Version
-
 // Storage is what the server needs from the event store.
 type Storage interface {
 	Create(ctx context.Context, resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
@@ -81,8 +78,8 @@ func New(opts Options) *Server {
 	for plural := range opts.Admitters {
 		s.writeMus[plural] = &sync.Mutex{}
 	}
-	s.mux.HandleFunc("GET "+APIPrefix, s.discovery)
-	s.mux.HandleFunc(APIPrefix+"/", s.route)
+	s.mux.HandleFunc("GET "+apischema.APIPath, s.discovery)
+	s.mux.HandleFunc(apischema.APIPath+"/", s.route)
 	return s
 }
 
@@ -137,7 +134,7 @@ func PathPartsFrom(ctx context.Context) (PathParts, bool) {
 }
 
 func parsePath(path string) (PathParts, bool) {
-	rest := strings.TrimPrefix(path, APIPrefix+"/")
+	rest := strings.TrimPrefix(path, apischema.APIPath+"/")
 	segs := strings.Split(strings.Trim(rest, "/"), "/")
 	var p PathParts
 	if len(segs) >= 2 && segs[0] == "namespaces" {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,12 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/store"
 )
 
-const base = apiserver.APIPrefix + "/namespaces/default"
+const base = apischema.APIPath + "/namespaces/default"
 
 type env struct {
 	t     *testing.T
@@ -31,19 +31,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := apiserver.New(apiserver.Options{
-		Store:     st,
-		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}},
-	})
-	h := apiserver.Authenticated(srv.Handler(), func(*http.Request) (*apiserver.Principal, error) { return apiserver.LocalAdmin, nil })
-	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
-	return &env{t: t, store: st, url: ts.URL}
+	srv := apiservertest.New(t)
+	return &env{t: t, store: srv.Store, url: srv.ServeLoopback(t, apiserver.LocalAdmin)}
 }
 
 func (e *env) do(method, path, contentType, body string) (int, map[string]any) {
@@ -93,7 +82,7 @@ func TestBadInputIsRejectedAndStoreUnchanged(t *testing.T) {
 		{"wrong type", "POST", base + "/agents", agentJSON("x", `,"model":42`), 400, "spec.model"},
 		{"bad enum", "POST", base + "/agents", strings.Replace(agentJSON("x", ""), `"fake"`, `"emacs"`, 1), 422, "spec.harness"},
 		{"invalid name", "POST", base + "/agents", agentJSON("Not_A_Name", ""), 422, "metadata.name"},
-		{"invalid namespace", "POST", apiserver.APIPrefix + "/namespaces/Bad_NS/agents", agentJSON("x", ""), 422, "metadata.namespace"},
+		{"invalid namespace", "POST", apischema.APIPath + "/namespaces/Bad_NS/agents", agentJSON("x", ""), 422, "metadata.namespace"},
 		{"over 1 MiB", "POST", base + "/agents", agentJSON("x", `,"persona":"`+strings.Repeat("p", 1<<20)+`"`), 413, "exceeds"},
 		{"name mismatch on update", "PUT", base + "/agents/seed", agentJSON("other", ""), 400, "metadata.name"},
 		{"unknown resource", "GET", base + "/widgets", "", 404, "widgets"},
@@ -250,7 +239,7 @@ func TestListSelectorDryRunAndHistory(t *testing.T) {
 	if len(items) != 2 || items[0].(map[string]any)["type"] != "ADDED" {
 		t.Fatalf("history: %v", hist)
 	}
-	_, all := e.do("GET", apiserver.APIPrefix+"/agents", "", "")
+	_, all := e.do("GET", apischema.APIPath+"/agents", "", "")
 	if len(all["items"].([]any)) != 2 {
 		t.Fatalf("all-namespace list: %v", all)
 	}
@@ -308,7 +297,7 @@ func TestWatchStreamsAndTooOld(t *testing.T) {
 
 func TestDiscovery(t *testing.T) {
 	e := newEnv(t)
-	code, body := e.do("GET", apiserver.APIPrefix, "", "")
+	code, body := e.do("GET", apischema.APIPath, "", "")
 	if code != 200 {
 		t.Fatal(code)
 	}

@@ -24,9 +24,6 @@ import (
 	"aicli.dev/aicli/internal/apischema"
 )
 
-// APIPath is the path prefix of every aicli.dev/v1alpha1 endpoint.
-const APIPath = "/apis/" + v1alpha1.Group + "/" + v1alpha1.Version
-
 // Content types the API speaks.
 const (
 	ContentTypeJSON       = "application/json"
@@ -152,7 +149,7 @@ func (c *Client) BaseURL() string { return c.base }
 // when empty), of the named object when name is set, and of its subresource.
 func ResourcePath(plural, namespace, name string, subresource ...string) string {
 	var b strings.Builder
-	b.WriteString(APIPath)
+	b.WriteString(apischema.APIPath)
 	if namespace != "" {
 		b.WriteString("/namespaces/")
 		b.WriteString(url.PathEscape(namespace))
@@ -281,7 +278,7 @@ func statusError(code int, method, path string, body []byte) error {
 // error messages when the server sent no Status.
 func groupResourceFromPath(path string) (schema.GroupResource, string) {
 	p, _, _ := strings.Cut(path, "?")
-	rest, ok := strings.CutPrefix(p, APIPath+"/")
+	rest, ok := strings.CutPrefix(p, apischema.APIPath+"/")
 	if !ok {
 		return schema.GroupResource{}, ""
 	}

@@ -2,6 +2,9 @@ package client_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/client/clienttest"
 )
 
 func agent(name string, spec map[string]any) *unstructured.Unstructured {
@@ -32,6 +35,14 @@ func newClient(t *testing.T, cfg client.Config) *client.Client {
 	return c
 }
 
+// unixServer serves the real API server, over a store in a temporary
+// directory, on a unix socket.
+func unixServer(t *testing.T) (*apiservertest.Server, string) {
+	t.Helper()
+	srv := apiservertest.New(t)
+	return srv, srv.ServeUnix(t)
+}
+
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -39,8 +50,8 @@ func ctx(t *testing.T) context.Context {
 }
 
 func TestCRUDOverUnixSocket(t *testing.T) {
-	srv := clienttest.NewUnix(t)
-	c := newClient(t, client.Config{Server: srv.URL})
+	_, url := unixServer(t)
+	c := newClient(t, client.Config{Server: url})
 	ctx := ctx(t)
 
 	created, err := c.Create(ctx, agent("a1", map[string]any{"harness": "fake"}), client.WriteOptions{})
@@ -127,8 +138,8 @@ func TestCRUDOverUnixSocket(t *testing.T) {
 }
 
 func TestDeleteKeptByFinalizer(t *testing.T) {
-	srv := clienttest.NewUnix(t)
-	c := newClient(t, client.Config{Server: srv.URL})
+	_, url := unixServer(t)
+	c := newClient(t, client.Config{Server: url})
 	ctx := ctx(t)
 	a := agent("fin", map[string]any{"harness": "fake"})
 	a.SetFinalizers([]string{"aicli.dev/test"})
@@ -146,8 +157,8 @@ func TestDeleteKeptByFinalizer(t *testing.T) {
 }
 
 func TestServerErrorsAreStatusErrors(t *testing.T) {
-	srv := clienttest.NewUnix(t)
-	c := newClient(t, client.Config{Server: srv.URL})
+	_, url := unixServer(t)
+	c := newClient(t, client.Config{Server: url})
 	ctx := ctx(t)
 
 	_, err := c.Create(ctx, agent("bad", map[string]any{"harness": "fake", "colour": "red"}), client.WriteOptions{})
@@ -214,28 +225,28 @@ func TestFromEnv(t *testing.T) {
 }
 
 func TestTLSTokens(t *testing.T) {
-	srv := clienttest.NewTLS(t, map[string][]string{"team-a": {"a"}, "admin": {"*"}})
+	url, caFile := apiservertest.New(t).ServeTLS(t, map[string][]string{"team-a": {"a"}, "admin": {"*"}})
 	ctx := ctx(t)
 
 	// The self-signed certificate is refused without the CA.
-	_, err := newClient(t, client.Config{Server: srv.URL, Token: "admin"}).Discovery(ctx)
+	_, err := newClient(t, client.Config{Server: url, Token: "admin"}).Discovery(ctx)
 	if err == nil || !client.IsConnectionError(err) || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("unknown CA: want certificate error, got %v", err)
 	}
 	// InsecureSkipVerify accepts it.
-	if _, err := newClient(t, client.Config{Server: srv.URL, Token: "admin", InsecureSkipVerify: true}).Discovery(ctx); err != nil {
+	if _, err := newClient(t, client.Config{Server: url, Token: "admin", InsecureSkipVerify: true}).Discovery(ctx); err != nil {
 		t.Fatalf("insecure: %v", err)
 	}
 
-	_, err = newClient(t, client.Config{Server: srv.URL, CAFile: srv.CAFile}).List(ctx, "agents", "a", client.ListOptions{})
+	_, err = newClient(t, client.Config{Server: url, CAFile: caFile}).List(ctx, "agents", "a", client.ListOptions{})
 	if !apierrors.IsUnauthorized(err) {
 		t.Fatalf("no token: want 401, got %v", err)
 	}
-	_, err = newClient(t, client.Config{Server: srv.URL, CAFile: srv.CAFile, Token: "wrong"}).List(ctx, "agents", "a", client.ListOptions{})
+	_, err = newClient(t, client.Config{Server: url, CAFile: caFile, Token: "wrong"}).List(ctx, "agents", "a", client.ListOptions{})
 	if !apierrors.IsUnauthorized(err) {
 		t.Fatalf("bad token: want 401, got %v", err)
 	}
-	teamA := newClient(t, client.Config{Server: srv.URL, CAFile: srv.CAFile, Token: "team-a"})
+	teamA := newClient(t, client.Config{Server: url, CAFile: caFile, Token: "team-a"})
 	if _, err := teamA.List(ctx, "agents", "a", client.ListOptions{}); err != nil {
 		t.Fatalf("own namespace: %v", err)
 	}
@@ -249,15 +260,23 @@ func TestTLSTokens(t *testing.T) {
 	if h := newClient(t, client.Config{Server: "unix:///x.sock", Token: "t"}).AuthHeader(); len(h) != 0 {
 		t.Fatalf("AuthHeader on a unix socket must be empty: %v", h)
 	}
-	disc, err := newClient(t, client.Config{Server: srv.URL, CAFile: srv.CAFile, Token: "admin"}).Discovery(ctx)
-	if err != nil || len(disc.APIResources) != 4 {
-		t.Fatalf("Discovery: %v %v", disc, err)
+	disc, err := newClient(t, client.Config{Server: url, CAFile: caFile, Token: "admin"}).Discovery(ctx)
+	if err != nil {
+		t.Fatalf("Discovery: %v", err)
+	}
+	var names []string
+	for _, r := range disc.APIResources {
+		names = append(names, r.Name)
+	}
+	if got := strings.Join(names, ","); got != "agents,agents/status,conversations,conversations/status,"+
+		"grants,grants/status,monitorattachments,monitorattachments/status" {
+		t.Fatalf("Discovery lists %s", got)
 	}
 }
 
 func TestWatch(t *testing.T) {
-	srv := clienttest.NewUnix(t)
-	c := newClient(t, client.Config{Server: srv.URL})
+	srv, url := unixServer(t)
+	c := newClient(t, client.Config{Server: url})
 	ctx := ctx(t)
 	first, err := c.Create(ctx, agent("w1", map[string]any{"harness": "fake"}), client.WriteOptions{})
 	if err != nil {
@@ -297,19 +316,39 @@ func TestWatch(t *testing.T) {
 	for range w.ResultChan() { //nolint:revive // drain until closed
 	}
 
-	// A compacted version yields an ERROR event with 410 Gone.
-	srv.Compact()
-	w2, err := c.Watch(ctx, "agents", "default", client.ListOptions{ResourceVersion: "1"})
+	// A version older than the compacted watch log is refused with 410 Gone
+	// before the stream starts (a watcher that falls behind mid-stream gets
+	// an ERROR event instead; see TestWatchErrorEvent).
+	srv.Compact(t)
+	_, err = c.Watch(ctx, "agents", "default", client.ListOptions{ResourceVersion: "1"})
+	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Fatalf("watch from a compacted version: want 410 Gone, got %v", err)
+	}
+}
+
+// TestWatchErrorEvent decodes an ERROR line (what the server streams to a
+// watcher that fell behind) into a *metav1.Status that converts to 410 Gone.
+func TestWatchErrorEvent(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",`+
+			`"message":"watcher fell behind, re-watch from 7","reason":"Expired","code":410}}`+"\n")
+	}))
+	t.Cleanup(hs.Close)
+	w, err := newClient(t, client.Config{Server: hs.URL}).Watch(ctx(t), "agents", "default", client.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w2.Stop()
-	ev := <-w2.ResultChan()
+	defer w.Stop()
+	ev := <-w.ResultChan()
 	st, ok := ev.Object.(*metav1.Status)
 	if ev.Type != watch.Error || !ok || st.Code != 410 {
 		t.Fatalf("want ERROR 410, got %v %#v", ev.Type, ev.Object)
 	}
-	if !apierrors.IsResourceExpired(apierrors.FromObject(st)) && !apierrors.IsGone(apierrors.FromObject(st)) {
-		t.Fatalf("status does not convert to Gone: %#v", st)
+	if !apierrors.IsResourceExpired(apierrors.FromObject(st)) {
+		t.Fatalf("status does not convert to Expired: %#v", st)
+	}
+	if _, open := <-w.ResultChan(); open {
+		t.Fatal("the stream did not end after the server closed it")
 	}
 }

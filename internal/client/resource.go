@@ -212,7 +212,7 @@ func (c *Client) History(ctx context.Context, plural, namespace, name string) ([
 
 // Discovery lists the resources the server serves.
 func (c *Client) Discovery(ctx context.Context) (*metav1.APIResourceList, error) {
-	data, err := c.DoRaw(ctx, http.MethodGet, APIPath, "", nil)
+	data, err := c.DoRaw(ctx, http.MethodGet, apischema.APIPath, "", nil)
 	if err != nil {
 		return nil, err
 	}

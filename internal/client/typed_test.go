@@ -8,12 +8,11 @@ import (
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/client/clienttest"
 )
 
 func TestTypedRoundTrip(t *testing.T) {
-	srv := clienttest.NewUnix(t)
-	c := newClient(t, client.Config{Server: srv.URL})
+	_, url := unixServer(t)
+	c := newClient(t, client.Config{Server: url})
 	defer c.Close()
 	in := &v1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "typed", Namespace: "default"},
 		Spec: v1alpha1.AgentSpec{Harness: v1alpha1.HarnessCodex, Model: "m"}}

@@ -16,7 +16,7 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/wire"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // Resource plurals the handlers are mounted on.
@@ -41,12 +41,12 @@ type LivePTYs interface {
 // Cursors start at 1; from is inclusive (0 and 1 both mean the beginning).
 type Transcripts interface {
 	// Read returns up to limit entries with Cursor >= from, oldest first.
-	Read(ctx context.Context, uid string, from int64, limit int) ([]transcript.Entry, error)
+	Read(ctx context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error)
 	// Subscribe delivers the entries with Cursor >= from, the committed
 	// backlog first and then new ones as they are committed, until ctx ends.
 	// The channel is closed when the subscription ends for any reason; the
 	// caller resumes from one past the last cursor it saw.
-	Subscribe(ctx context.Context, uid string, from int64) (<-chan transcript.Entry, error)
+	Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error)
 }
 
 // Attribution is told who is about to say what before a message is

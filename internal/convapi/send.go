@@ -14,7 +14,7 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/wire"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // maxJSONSendBody bounds a JSON send body: the largest message with every
@@ -40,7 +40,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 	}
 	uid := string(t.obj.GetUID())
 	if a.opts.Attribution != nil {
-		a.opts.Attribution.Expect(uid, transcript.SpeakerHuman, text)
+		a.opts.Attribution.Expect(uid, transcriptwire.SpeakerHuman, text)
 	}
 	if err := pty.SendMessage(r.Context(), text); err != nil {
 		apiserver.WriteError(w, a.guestError(t, "send", err))

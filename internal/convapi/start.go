@@ -13,6 +13,7 @@ import (
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
 )
 
@@ -118,7 +119,7 @@ func (a *API) createConversation(ctx context.Context, ns, agent string) (*unstru
 	if err != nil {
 		return nil, fmt.Errorf("encoding conversation: %w", err)
 	}
-	path := apiserver.APIPrefix + "/namespaces/" + ns + "/" + conversationsPlural
+	path := apischema.APIPath + "/namespaces/" + ns + "/" + conversationsPlural
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building create request: %w", err)

@@ -10,7 +10,7 @@ import (
 
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/wire"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // transcript is GET …/conversations/{name}/transcript?from=CURSOR&limit=N: a
@@ -57,7 +57,7 @@ func (a *API) transcript(w http.ResponseWriter, r *http.Request) {
 	if n := len(items); n > 0 {
 		page.NextCursor = items[n-1].Cursor + 1
 	} else {
-		page.Items = []transcript.Entry{}
+		page.Items = []transcriptwire.Entry{}
 	}
 	writeJSON(w, http.StatusOK, page)
 }

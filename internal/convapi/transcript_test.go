@@ -12,7 +12,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/convapi/convapitest"
 	"aicli.dev/aicli/internal/convapi/wire"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 func transcriptPath(name, query string) string {
@@ -32,7 +32,7 @@ func readPage(t *testing.T, env *convapitest.Env, name, query string) wire.Trans
 	return p
 }
 
-func cursors(es []transcript.Entry) []int64 {
+func cursors(es []transcriptwire.Entry) []int64 {
 	out := make([]int64, len(es))
 	for i, e := range es {
 		out[i] = e.Cursor
@@ -47,9 +47,9 @@ func TestTranscriptRead(t *testing.T) {
 	env.CreateConversation(t, "default", "c1", "coder", v1alpha1.ConversationArchived)
 	uid := env.UID(t, "default", "c1")
 	for i := 1; i <= 7; i++ {
-		speaker := transcript.SpeakerHuman
+		speaker := transcriptwire.SpeakerHuman
 		if i%2 == 0 {
-			speaker = transcript.SpeakerAgent
+			speaker = transcriptwire.SpeakerAgent
 		}
 		env.Transcripts.Append(uid, speaker, fmt.Sprintf("line %d", i))
 	}
@@ -94,7 +94,7 @@ func TestTranscriptRead(t *testing.T) {
 }
 
 // follow streams NDJSON from a cursor; it returns a channel of decoded entries.
-func follow(ctx context.Context, t *testing.T, env *convapitest.Env, name string, from int64) <-chan transcript.Entry {
+func follow(ctx context.Context, t *testing.T, env *convapitest.Env, name string, from int64) <-chan transcriptwire.Entry {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.URL+transcriptPath(name, fmt.Sprintf("?follow=true&from=%d", from)), nil)
 	if err != nil {
@@ -107,13 +107,13 @@ func follow(ctx context.Context, t *testing.T, env *convapitest.Env, name string
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("follow: HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	ch := make(chan transcript.Entry)
+	ch := make(chan transcriptwire.Entry)
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			var e transcript.Entry
+			var e transcriptwire.Entry
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Errorf("bad NDJSON line %q: %v", sc.Text(), err)
 				return
@@ -128,14 +128,14 @@ func follow(ctx context.Context, t *testing.T, env *convapitest.Env, name string
 	return ch
 }
 
-func next(t *testing.T, ch <-chan transcript.Entry) (transcript.Entry, bool) {
+func next(t *testing.T, ch <-chan transcriptwire.Entry) (transcriptwire.Entry, bool) {
 	t.Helper()
 	select {
 	case e, ok := <-ch:
 		return e, ok
 	case <-time.After(10 * time.Second):
 		t.Fatal("no transcript entry within 10s")
-		return transcript.Entry{}, false
+		return transcriptwire.Entry{}, false
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/egress"
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Store:     st,
 		Logger:    log,
 		Metrics:   apiserver.NewMetrics(reg),
-		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}},
+		Admitters: admission.All(st),
 	})
 
 	rt, dockerClient, err := docker.NewFromEnv(docker.Options{})
@@ -190,8 +191,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	spendHandler := spendapi.NewHandler(spendSvc, spendapi.HomesUnder(cfg.DataDir))
-	api.Handle("GET "+apiserver.APIPrefix+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
-	api.Handle("GET "+apiserver.APIPrefix+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))
+	api.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
+	api.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))
 
 	mux := s.mux(api.Handler(), reg)
 	unixLn, err := listenUnix(cfg.Socket)
@@ -245,8 +246,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 func (s *Supervisor) mux(api http.Handler, reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(apiserver.APIPrefix, api)
-	mux.Handle(apiserver.APIPrefix+"/", api)
+	mux.Handle(apischema.APIPath, api)
+	mux.Handle(apischema.APIPath+"/", api)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // pendingTTL bounds how long an expected message waits to be seen in the
@@ -56,7 +58,7 @@ func (a *Attribution) Claim(uid, text string) string {
 	}
 	a.pending[uid] = kept
 	if speaker == "" {
-		return SpeakerHuman
+		return transcriptwire.SpeakerHuman
 	}
 	return speaker
 }

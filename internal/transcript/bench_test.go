@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // BenchmarkSubscriptionDelivery measures commit → subscriber delivery of
@@ -30,7 +31,7 @@ func BenchmarkSubscriptionDelivery(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		if _, err := log.Append(ctx, "bench", []Entry{{Speaker: SpeakerAgent, Text: fmt.Sprint("reply ", i), Time: start}}); err != nil {
+		if _, err := log.Append(ctx, "bench", []transcriptwire.Entry{{Speaker: transcriptwire.SpeakerAgent, Text: fmt.Sprint("reply ", i), Time: start}}); err != nil {
 			b.Fatal(err)
 		}
 		committed := time.Now()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // Log is a durable, per-conversation transcript. Append commits entries (in
@@ -13,9 +14,9 @@ import (
 // already committed are skipped, so a re-read of the CLI's session store
 // never duplicates a line.
 type Log interface {
-	Append(ctx context.Context, uid string, entries []Entry) ([]Entry, error)
-	Read(ctx context.Context, uid string, from int64, limit int) ([]Entry, error)
-	Subscribe(ctx context.Context, uid string, from int64) (<-chan Entry, error)
+	Append(ctx context.Context, uid string, entries []transcriptwire.Entry) ([]transcriptwire.Entry, error)
+	Read(ctx context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error)
+	Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error)
 }
 
 // Pump copies a live CLI's native transcript into the Log, attributed.
@@ -45,7 +46,7 @@ func (p *Pump) Run(ctx context.Context, uid string, src ptyapi.TranscriptFollowe
 		if ts.IsZero() {
 			ts = time.Now().UTC()
 		}
-		if _, err := p.Log.Append(ctx, uid, []Entry{{Speaker: speaker, Text: e.Text, Time: ts, NativeID: e.ID}}); err != nil {
+		if _, err := p.Log.Append(ctx, uid, []transcriptwire.Entry{{Speaker: speaker, Text: e.Text, Time: ts, NativeID: e.ID}}); err != nil {
 			return err
 		}
 		if e.ID != "" {
@@ -63,13 +64,13 @@ func (p *Pump) speaker(uid string, e ptyapi.TranscriptEntry) string {
 	switch e.Role {
 	case ptyapi.RoleUser:
 		if p.Attribution == nil {
-			return SpeakerHuman
+			return transcriptwire.SpeakerHuman
 		}
 		return p.Attribution.Claim(uid, e.Text)
 	case ptyapi.RoleAssistant:
-		return SpeakerAgent
+		return transcriptwire.SpeakerAgent
 	case ptyapi.RoleTool:
-		return SpeakerTool
+		return transcriptwire.SpeakerTool
 	default:
 		return ""
 	}

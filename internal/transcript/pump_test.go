@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // memLog is an in-memory Log for pump tests (the seam; the real one is store-backed).
 type memLog struct {
 	mu      sync.Mutex
-	entries map[string][]Entry
+	entries map[string][]transcriptwire.Entry
 }
 
-func (m *memLog) Append(_ context.Context, uid string, in []Entry) ([]Entry, error) {
+func (m *memLog) Append(_ context.Context, uid string, in []transcriptwire.Entry) ([]transcriptwire.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil {
-		m.entries = map[string][]Entry{}
+		m.entries = map[string][]transcriptwire.Entry{}
 	}
-	var out []Entry
+	var out []transcriptwire.Entry
 	for _, e := range in {
 		dup := false
 		for _, c := range m.entries[uid] {
@@ -37,10 +38,10 @@ func (m *memLog) Append(_ context.Context, uid string, in []Entry) ([]Entry, err
 	return out, nil
 }
 
-func (m *memLog) Read(_ context.Context, uid string, from int64, limit int) ([]Entry, error) {
+func (m *memLog) Read(_ context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []Entry
+	var out []transcriptwire.Entry
 	for _, e := range m.entries[uid] {
 		if e.Cursor >= from && len(out) < limit {
 			out = append(out, e)
@@ -49,7 +50,9 @@ func (m *memLog) Read(_ context.Context, uid string, from int64, limit int) ([]E
 	return out, nil
 }
 
-func (m *memLog) Subscribe(context.Context, string, int64) (<-chan Entry, error) { return nil, nil }
+func (m *memLog) Subscribe(context.Context, string, int64) (<-chan transcriptwire.Entry, error) {
+	return nil, nil
+}
 
 type replay []ptyapi.TranscriptEntry
 
@@ -86,8 +89,8 @@ func TestPumpAttributesAndCommitsEachLineOnce(t *testing.T) {
 	}
 	got, _ := log.Read(context.Background(), "c1", 1, 100)
 	want := []struct{ speaker, text string }{
-		{SpeakerHuman, "typed by a person"}, {SpeakerAgent, "reply one"}, {"injected:mon", "advice from the monitor\n"},
-		{SpeakerTool, "ls output"}, {SpeakerAgent, "reply two"},
+		{transcriptwire.SpeakerHuman, "typed by a person"}, {transcriptwire.SpeakerAgent, "reply one"}, {"injected:mon", "advice from the monitor\n"},
+		{transcriptwire.SpeakerTool, "ls output"}, {transcriptwire.SpeakerAgent, "reply two"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("entries: %+v", got)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // bucket is the store side-table bucket holding every transcript, keyed
@@ -69,7 +70,7 @@ func (l *StoreLog) load(ctx context.Context, uid string, c *convLog) error {
 			return fmt.Errorf("transcript %s: %w", uid, err)
 		}
 		for _, kv := range kvs {
-			var e Entry
+			var e transcriptwire.Entry
 			if err := json.Unmarshal(kv.Value, &e); err != nil {
 				return fmt.Errorf("transcript %s: entry %s: %w", uid, kv.Key, err)
 			}
@@ -89,14 +90,14 @@ func (l *StoreLog) load(ctx context.Context, uid string, c *convLog) error {
 
 // Append commits entries in order, assigning cursors; entries whose NativeID
 // is already committed are skipped. It returns the committed entries.
-func (l *StoreLog) Append(ctx context.Context, uid string, entries []Entry) ([]Entry, error) {
+func (l *StoreLog) Append(ctx context.Context, uid string, entries []transcriptwire.Entry) ([]transcriptwire.Entry, error) {
 	c := l.conv(uid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := l.load(ctx, uid, c); err != nil {
 		return nil, err
 	}
-	var out []Entry
+	var out []transcriptwire.Entry
 	defer func() {
 		if len(out) > 0 {
 			close(c.changed)
@@ -126,7 +127,7 @@ func (l *StoreLog) Append(ctx context.Context, uid string, entries []Entry) ([]E
 
 // Read returns up to limit committed entries with Cursor >= from (0 and 1
 // both mean the beginning), oldest first.
-func (l *StoreLog) Read(ctx context.Context, uid string, from int64, limit int) ([]Entry, error) {
+func (l *StoreLog) Read(ctx context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error) {
 	c := l.conv(uid)
 	c.mu.Lock()
 	err := l.load(ctx, uid, c)
@@ -138,7 +139,7 @@ func (l *StoreLog) Read(ctx context.Context, uid string, from int64, limit int) 
 	return l.read(ctx, uid, from, last, limit)
 }
 
-func (l *StoreLog) read(ctx context.Context, uid string, from, last int64, limit int) ([]Entry, error) {
+func (l *StoreLog) read(ctx context.Context, uid string, from, last int64, limit int) ([]transcriptwire.Entry, error) {
 	if from < 1 {
 		from = 1
 	}
@@ -152,9 +153,9 @@ func (l *StoreLog) read(ctx context.Context, uid string, from, last int64, limit
 	if err != nil {
 		return nil, fmt.Errorf("transcript %s: %w", uid, err)
 	}
-	out := make([]Entry, 0, len(kvs))
+	out := make([]transcriptwire.Entry, 0, len(kvs))
 	for _, kv := range kvs {
-		var e Entry
+		var e transcriptwire.Entry
 		if err := json.Unmarshal(kv.Value, &e); err != nil {
 			return nil, fmt.Errorf("transcript %s: entry %s: %w", uid, kv.Key, err)
 		}
@@ -165,7 +166,7 @@ func (l *StoreLog) read(ctx context.Context, uid string, from, last int64, limit
 
 // Subscribe delivers committed entries with Cursor >= from: the backlog
 // first, then each new one, until ctx ends (the channel is then closed).
-func (l *StoreLog) Subscribe(ctx context.Context, uid string, from int64) (<-chan Entry, error) {
+func (l *StoreLog) Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error) {
 	c := l.conv(uid)
 	c.mu.Lock()
 	err := l.load(ctx, uid, c)
@@ -176,7 +177,7 @@ func (l *StoreLog) Subscribe(ctx context.Context, uid string, from int64) (<-cha
 	if from < 1 {
 		from = 1
 	}
-	ch := make(chan Entry, 64)
+	ch := make(chan transcriptwire.Entry, 64)
 	go func() {
 		defer close(ch)
 		next := from

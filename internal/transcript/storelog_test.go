@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 func TestStoreLogAppendsReadsAndSurvivesReopen(t *testing.T) {
@@ -22,15 +23,15 @@ func TestStoreLogAppendsReadsAndSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, err := log.Append(ctx, "c1", []Entry{{Speaker: SpeakerAgent, Text: fmt.Sprint("line ", i), NativeID: fmt.Sprint("n", i)}}); err != nil {
+		if _, err := log.Append(ctx, "c1", []transcriptwire.Entry{{Speaker: transcriptwire.SpeakerAgent, Text: fmt.Sprint("line ", i), NativeID: fmt.Sprint("n", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A duplicate native id is not committed again; another conversation is separate.
-	if got, _ := log.Append(ctx, "c1", []Entry{{Speaker: SpeakerAgent, Text: "again", NativeID: "n2"}}); len(got) != 0 {
+	if got, _ := log.Append(ctx, "c1", []transcriptwire.Entry{{Speaker: transcriptwire.SpeakerAgent, Text: "again", NativeID: "n2"}}); len(got) != 0 {
 		t.Fatalf("duplicate committed: %+v", got)
 	}
-	if _, err := log.Append(ctx, "c2", []Entry{{Speaker: SpeakerHuman, Text: "other"}}); err != nil {
+	if _, err := log.Append(ctx, "c2", []transcriptwire.Entry{{Speaker: transcriptwire.SpeakerHuman, Text: "other"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -59,7 +60,7 @@ func TestStoreLogAppendsReadsAndSurvivesReopen(t *testing.T) {
 	if err != nil || len(all) != 5 {
 		t.Fatalf("after reopen: %+v %v", all, err)
 	}
-	got, err := log.Append(ctx, "c1", []Entry{{Speaker: SpeakerAgent, Text: "dup", NativeID: "n4"}, {Speaker: SpeakerAgent, Text: "six", NativeID: "n5"}})
+	got, err := log.Append(ctx, "c1", []transcriptwire.Entry{{Speaker: transcriptwire.SpeakerAgent, Text: "dup", NativeID: "n4"}, {Speaker: transcriptwire.SpeakerAgent, Text: "six", NativeID: "n5"}})
 	if err != nil || len(got) != 1 || got[0].Cursor != 6 {
 		t.Fatalf("append after reopen: %+v %v", got, err)
 	}

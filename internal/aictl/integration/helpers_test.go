@@ -7,8 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"aicli.dev/aicli/internal/aictl"
 	"aicli.dev/aicli/internal/aictl/aictltest"
 )
@@ -62,23 +60,6 @@ func wantCode(t *testing.T, r result, code int) {
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	aictltest.Eventually(t, what, cond)
-}
-
-// readyForGeneration reports whether obj's Ready condition is True for its
-// current generation.
-func readyForGeneration(obj *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	og, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Ready" {
-			if g, ok := m["observedGeneration"].(int64); ok && g != 0 {
-				og = g
-			}
-			return m["status"] == "True" && og == obj.GetGeneration()
-		}
-	}
-	return false
 }
 
 type countingWriter struct{ lines int }

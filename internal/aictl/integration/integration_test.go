@@ -125,6 +125,33 @@ func TestRealWaitReadyGetDescribeDelete(t *testing.T) {
 	}
 }
 
+// start --wait and send against the real controllers: this stack has no
+// container runtime, so its conversations report Ready=False NotImplemented
+// and the waits time out naming that reason.
+func TestRealStartWaitAndSendTimeOutWithTheControllersReason(t *testing.T) {
+	srv := startReal(t).unix
+	const ns = "it-start"
+	wantCode(t, run(t, srv, "apply", "-n", ns, "-f", writeFile(t, t.TempDir(), "a.yaml", fmt.Sprintf(agentYAML, "echo", "m"))), 0)
+	r := run(t, srv, "start", "echo", "-n", ns, "-o", "name")
+	wantCode(t, r, 0)
+	conv := strings.TrimPrefix(strings.TrimSpace(r.out), "conversation.aicli.dev/")
+	wantCode(t, run(t, srv, "wait", "--for=condition=Ready=False", "conversation/"+conv, "-n", ns, "--timeout=20s"), 0)
+
+	r = run(t, srv, "start", "--wait=500ms", "echo", "-n", ns)
+	wantCode(t, r, 1)
+	if r.out != "" || !strings.Contains(r.err, "conversation.aicli.dev/"+conv+" continued; waiting up to 500ms for it to be live\n") ||
+		!strings.Contains(r.err, "error: start echo: timed out after 500ms waiting for conversation "+conv+" to be live "+
+			"(Ready=True for generation 1); Ready is False (NotImplemented): this supervisor does not converge conversations yet") {
+		t.Fatalf("start --wait:\nstdout %q\nstderr %q", r.out, r.err)
+	}
+	r = run(t, srv, "send", conv, "hi", "-n", ns, "--timeout=500ms")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.err, "conversation "+conv+" is not live yet (Ready is False (NotImplemented): ") ||
+		!strings.Contains(r.err, "error: send to "+conv+": timed out after 500ms waiting for conversation "+conv) {
+		t.Fatalf("send:\n%s", r.err)
+	}
+}
+
 func TestRealGetWatch(t *testing.T) {
 	srv := startReal(t).unix
 	const ns = "it-watch"
@@ -213,7 +240,7 @@ func BenchmarkGetAgents1000(b *testing.B) {
 	// conditions (the controllers are not running: they would compete for the
 	// two CPUs while the benchmark measures).
 	for i := range list.Items {
-		if !readyForGeneration(&list.Items[i]) {
+		if !client.ConditionMet(&list.Items[i], "Ready", "True") {
 			setStatusReady(b, cl, &list.Items[i])
 		}
 	}

@@ -2,37 +2,32 @@ package integration
 
 import (
 	"context"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"aicli.dev/aicli/controllers"
-	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
+	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/layout"
-	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/liveguest"
 )
 
 // realToken may touch namespace it-tls only.
 const realToken = "it-tls-token"
 
 // realServer is the supervisor's API stack, composed in-process the way
-// aicli-supervisor composes it: a pebble store in a temporary data dir, the
-// API server on a unix socket (local admin) and on a TLS listener with
+// aicli-supervisor composes it: the API server over a pebble store in a
+// temporary directory (apiservertest) with the conversation subresources,
+// served on a unix socket (local admin) and on a TLS listener with
 // namespace-bound bearer tokens, and the controllers (without a container
-// runtime, so conversations stay NotImplemented while agents really become Ready).
+// runtime, so conversations stay NotImplemented while agents really become
+// Ready).
 type realServer struct {
+	*apiservertest.Server
 	unix   string // unix://…/supervisor.sock
 	tcp    string // https://127.0.0.1:port
 	caFile string
-	store  *store.Store
 }
 
 func startReal(tb testing.TB) *realServer { return startRealWith(tb, true) }
@@ -40,61 +35,20 @@ func startReal(tb testing.TB) *realServer { return startRealWith(tb, true) }
 // startRealWith starts the stack, with or without the controllers.
 func startRealWith(tb testing.TB, withControllers bool) *realServer {
 	tb.Helper()
-	// A short directory: unix socket paths are limited to ~100 bytes.
-	dir, err := os.MkdirTemp("", "aictl-it-")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
-	data := layout.Dir(dir)
-	st, err := store.Open(data.Store(), store.Options{})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := apiservertest.New(tb)
+	log := slog.New(slog.DiscardHandler)
 	if withControllers {
-		if err := controllers.Start(ctx, controllers.Options{Store: st, DataDir: data, SupervisorID: "it", Logger: log,
-			SkipNameValidation: true}); err != nil {
-			cancel()
+		ctx, cancel := context.WithCancel(context.Background())
+		tb.Cleanup(cancel) // before the store closes
+		if err := controllers.Start(ctx, controllers.Options{Store: srv.Store, DataDir: layout.Dir(tb.TempDir()),
+			SupervisorID: "it", Logger: log, SkipNameValidation: true}); err != nil {
 			tb.Fatalf("controllers: %v", err)
 		}
 	}
-	api := apiserver.New(apiserver.Options{Store: st, Logger: log}).Handler()
-
-	ln, err := net.Listen("unix", data.Socket())
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	unixSrv := &http.Server{Handler: apiserver.Authenticated(api, func(*http.Request) (*apiserver.Principal, error) {
-		return apiserver.LocalAdmin, nil
-	})}
-	served := make(chan error, 1)
-	go func() { served <- unixSrv.Serve(ln) }()
-
-	authn := apiserver.NewTokenAuthenticator(&apiserver.TokenFile{Tokens: []apiserver.Token{
-		{Name: "it", SHA256: apiserver.HashToken(realToken), Namespaces: []string{"it-tls"}}}})
-	tlsSrv := httptest.NewTLSServer(apiserver.Authenticated(api, authn.Authenticate))
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o600); err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-
-	tb.Cleanup(func() {
-		tlsSrv.CloseClientConnections()
-		tlsSrv.Close()
-		_ = unixSrv.Close()
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			tb.Errorf("unix server: %v", err)
-		}
-		cancel()
-		if err := st.Close(); err != nil {
-			tb.Errorf("close store: %v", err)
-		}
-	})
-	return &realServer{unix: "unix://" + data.Socket(), tcp: tlsSrv.URL, caFile: caFile, store: st}
+	convapi.New(convapi.Options{Store: srv.Store, Sessions: &liveguest.Registry{}, Logger: log}).Register(srv.API)
+	s := &realServer{Server: srv, unix: srv.ServeUnix(tb)}
+	s.tcp, s.caFile = srv.ServeTLS(tb, map[string][]string{realToken: {"it-tls"}})
+	return s
 }
 
 func (s *realServer) String() string { return fmt.Sprintf("real server at %s", s.unix) }

@@ -4,31 +4,30 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyclient"
 	"aicli.dev/aicli/guest/server"
-	"aicli.dev/aicli/internal/admission"
+	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/store"
 )
 
-// Env is the conversation API served in-process over loopback HTTP: a real
-// pebble store in a temporary directory, the real API server with the
-// conversation admitter, and the fakes below at the seams.
+// Env is the conversation API served in-process over loopback HTTP: the real
+// API server over a pebble store in a temporary directory (apiservertest),
+// and the fakes below at the seams.
 type Env struct {
 	// URL is the server address (http://127.0.0.1:port), as a client's Server.
 	URL string
@@ -41,8 +40,8 @@ type Env struct {
 	// Attribution records Expect calls.
 	Attribution *Attribution
 
-	api       http.Handler // the API server's unauthenticated handler
-	principal *apiserver.Principal
+	// Server is the API server and its test hooks (request counts, watches).
+	Server *apiservertest.Server
 }
 
 // Option changes how Start composes the Env.
@@ -66,26 +65,15 @@ func Start(tb testing.TB, opts ...Option) *Env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st, err := store.Open(tb.TempDir(), store.Options{MemTableSize: 4 << 20})
-	if err != nil {
-		tb.Fatalf("open store: %v", err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	log := slog.New(slog.DiscardHandler)
-	srv := apiserver.New(apiserver.Options{Store: st, Logger: log,
-		Admitters: map[string]apiserver.Admitter{"conversations": &admission.Conversations{Store: st}}})
-	e := &Env{Store: st, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}}
-	o := convapi.Options{Store: st, Sessions: e.Sessions, Transcripts: e.Transcripts, Attribution: e.Attribution, Logger: log}
+	srv := apiservertest.New(tb)
+	e := &Env{Store: srv.Store, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}, Server: srv}
+	o := convapi.Options{Store: srv.Store, Sessions: e.Sessions, Transcripts: e.Transcripts, Attribution: e.Attribution,
+		Logger: slog.New(slog.DiscardHandler)}
 	if cfg.noTranscripts {
 		o.Transcripts = nil
 	}
-	convapi.New(o).Register(srv)
-	e.api, e.principal = srv.Handler(), cfg.principal
-	hs := httptest.NewServer(apiserver.Authenticated(e.api, func(*http.Request) (*apiserver.Principal, error) {
-		return cfg.principal, nil
-	}))
-	tb.Cleanup(hs.Close)
-	e.URL = hs.URL
+	convapi.New(o).Register(srv.API)
+	e.URL = srv.ServeLoopback(tb, cfg.principal)
 	return e
 }
 
@@ -93,21 +81,7 @@ func Start(tb testing.TB, opts ...Option) *Env {
 // its local admin, and returns the socket's unix:// address.
 func (e *Env) ServeUnix(tb testing.TB) string {
 	tb.Helper()
-	dir, err := os.MkdirTemp("", "convapi-") // short: socket paths are limited to ~100 bytes
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "api.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: apiserver.Authenticated(e.api,
-		func(*http.Request) (*apiserver.Principal, error) { return e.principal, nil })}}
-	hs.Start()
-	tb.Cleanup(hs.Close)
-	return "unix://" + sock
+	return e.Server.ServeUnix(tb)
 }
 
 // ServeTLS serves the same API over TLS where only the bearer token tok is
@@ -115,21 +89,12 @@ func (e *Env) ServeUnix(tb testing.TB) string {
 // address and a PEM file of the server's certificate.
 func (e *Env) ServeTLS(tb testing.TB, tok string) (url, caFile string) {
 	tb.Helper()
-	authn := apiserver.NewTokenAuthenticator(&apiserver.TokenFile{Tokens: []apiserver.Token{
-		{Name: "test", SHA256: apiserver.HashToken(tok), Namespaces: []string{"*"}}}})
-	hs := httptest.NewTLSServer(apiserver.Authenticated(e.api, authn.Authenticate))
-	tb.Cleanup(hs.Close)
-	caFile = filepath.Join(tb.TempDir(), "ca.crt")
-	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
-	if err := os.WriteFile(caFile, block, 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return hs.URL, caFile
+	return e.Server.ServeTLS(tb, map[string][]string{tok: {"*"}})
 }
 
 // Path is the API path of a named object and its subresource.
 func Path(plural, ns, name string, sub ...string) string {
-	p := apiserver.APIPrefix + "/namespaces/" + ns + "/" + plural
+	p := apischema.APIPath + "/namespaces/" + ns + "/" + plural
 	if name != "" {
 		p += "/" + name
 	}
@@ -221,6 +186,28 @@ func (e *Env) LiveRemote(tb testing.TB, ns, name string) *PTY {
 	tb.Cleanup(guest.Close)
 	e.Sessions.Set(e.UID(tb, ns, name), ptyclient.New(guest.Client(), guest.URL))
 	return p
+}
+
+// SetReady writes conversation ns/name's Ready condition for its current
+// generation, as the conversation controller does (Ready=True: container,
+// guest and CLI are up).
+func (e *Env) SetReady(tb testing.TB, ns, name string, status metav1.ConditionStatus, reason, message string) {
+	tb.Helper()
+	e.Server.Mutate(tb, "conversations", ns, name, func(o *unstructured.Unstructured) {
+		ready := map[string]any{"type": v1alpha1.ConditionReady, "status": string(status), "reason": reason,
+			"message": message, "observedGeneration": o.GetGeneration(),
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}
+		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		kept := []any{ready}
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); !ok || m["type"] != v1alpha1.ConditionReady {
+				kept = append(kept, c)
+			}
+		}
+		if err := unstructured.SetNestedSlice(o.Object, kept, "status", "conditions"); err != nil {
+			tb.Fatal(err)
+		}
+	})
 }
 
 // UID returns the uid of conversation ns/name.

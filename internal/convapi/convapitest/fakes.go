@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/ptyapi"
-	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // Sessions is an in-memory convapi.LivePTYs.
@@ -68,7 +68,7 @@ func (a *Attribution) Calls() []Expectation {
 // Transcripts is an in-memory convapi.Transcripts with cursors from 1.
 type Transcripts struct {
 	mu      sync.Mutex
-	entries map[string][]transcript.Entry
+	entries map[string][]transcriptwire.Entry
 	changed chan struct{} // closed and replaced on every append
 	// cut, when positive, ends every subscription after that many entries.
 	cut       int
@@ -77,14 +77,14 @@ type Transcripts struct {
 
 // NewTranscripts returns an empty transcript store.
 func NewTranscripts() *Transcripts {
-	return &Transcripts{entries: map[string][]transcript.Entry{}, changed: make(chan struct{})}
+	return &Transcripts{entries: map[string][]transcriptwire.Entry{}, changed: make(chan struct{})}
 }
 
 // Append commits one entry to uid's transcript and returns it.
-func (t *Transcripts) Append(uid, speaker, text string) transcript.Entry {
+func (t *Transcripts) Append(uid, speaker, text string) transcriptwire.Entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := transcript.Entry{Cursor: int64(len(t.entries[uid]) + 1), Speaker: speaker, Text: text, Time: time.Now().UTC()}
+	e := transcriptwire.Entry{Cursor: int64(len(t.entries[uid]) + 1), Speaker: speaker, Text: text, Time: time.Now().UTC()}
 	t.entries[uid] = append(t.entries[uid], e)
 	close(t.changed)
 	t.changed = make(chan struct{})
@@ -107,13 +107,13 @@ func (t *Transcripts) Subscriptions() int {
 }
 
 // Read implements convapi.Transcripts.
-func (t *Transcripts) Read(_ context.Context, uid string, from int64, limit int) ([]transcript.Entry, error) {
+func (t *Transcripts) Read(_ context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.after(uid, from, limit), nil
 }
 
-func (t *Transcripts) after(uid string, from int64, limit int) []transcript.Entry {
+func (t *Transcripts) after(uid string, from int64, limit int) []transcriptwire.Entry {
 	all := t.entries[uid]
 	start := int(max(from, 1) - 1)
 	if start >= len(all) {
@@ -123,16 +123,16 @@ func (t *Transcripts) after(uid string, from int64, limit int) []transcript.Entr
 	if limit > 0 && start+limit < end {
 		end = start + limit
 	}
-	return append([]transcript.Entry(nil), all[start:end]...)
+	return append([]transcriptwire.Entry(nil), all[start:end]...)
 }
 
 // Subscribe implements convapi.Transcripts: backlog from from, then live.
-func (t *Transcripts) Subscribe(ctx context.Context, uid string, from int64) (<-chan transcript.Entry, error) {
+func (t *Transcripts) Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error) {
 	t.mu.Lock()
 	t.subscribe++
 	cut := t.cut
 	t.mu.Unlock()
-	ch := make(chan transcript.Entry)
+	ch := make(chan transcriptwire.Entry)
 	go func() {
 		defer close(ch)
 		next, sent := max(from, 1), 0

@@ -3,7 +3,7 @@
 // consoles) without pulling the server into them.
 package wire
 
-import "aicli.dev/aicli/internal/transcript"
+import "aicli.dev/aicli/internal/transcript/transcriptwire"
 
 // Subresource names under /namespaces/{ns}/agents/{name}/ and
 // /namespaces/{ns}/conversations/{name}/.
@@ -35,7 +35,7 @@ type SendResponse struct {
 // TranscriptPage is the reply of GET …/transcript without follow.
 type TranscriptPage struct {
 	// Items are entries with Cursor >= the requested from, oldest first.
-	Items []transcript.Entry `json:"items"`
+	Items []transcriptwire.Entry `json:"items"`
 	// NextCursor is the from of the next page: one past the last item, or the
 	// requested from when the page is empty.
 	NextCursor int64 `json:"nextCursor"`

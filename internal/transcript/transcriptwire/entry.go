@@ -1,7 +1,4 @@
-// Package transcript is a conversation's attributed transcript: clean text
-// events with a speaker and a per-conversation cursor, committed to the store
-// as they arrive.
-package transcript
+package transcriptwire
 
 import "time"
 

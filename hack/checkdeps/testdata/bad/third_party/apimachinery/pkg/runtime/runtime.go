@@ -1,0 +1,5 @@
+// Package runtime stands in for apimachinery's runtime.
+package runtime
+
+// Object stands in for runtime.Object.
+type Object interface{}

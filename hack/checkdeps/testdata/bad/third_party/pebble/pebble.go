@@ -1,0 +1,5 @@
+// Package pebble stands in for the storage engine.
+package pebble
+
+// Use does nothing.
+func Use() {}

@@ -1,0 +1,3 @@
+module github.com/prometheus/client_golang
+
+go 1.26
