@@ -9,7 +9,7 @@ docker info >/dev/null 2>&1 || { echo "test.sh: Docker engine unreachable after 
 echo "== verify generated code"
 go tool -modfile=hack/tools/go.mod controller-gen object paths=./apis/...
 go tool -modfile=hack/tools/go.mod controller-gen crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
-if [ -d .git ] && ! git diff --quiet -- apis config/crd; then
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && ! git diff --quiet -- apis config/crd; then
   git diff --stat -- apis config/crd
   echo "test.sh: generated files are stale: run 'make generate manifests'" >&2
   exit 1
@@ -28,6 +28,6 @@ go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/ ./
 go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 echo "== real-CLI tier"
 # Claude Code, Codex, Gemini CLI and OpenCode in their guest images (built on first use from
-# the pinned npm packages, then cached by the engine) against the test's fake provider.
+# the pinned npm packages; each image is kept, its build intermediates removed) against the test's fake provider.
 go test -tags 'e2e realcli' -count=1 -timeout 40m ./e2e/ -ginkgo.label-filter=real-cli
 
