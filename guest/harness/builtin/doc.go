@@ -1,4 +1,4 @@
 // Package builtin assembles the registry of harness adapters compiled into the
-// guest. Only the fake harness is wired today; real CLIs get one package each
-// under guest/harness/<name> and one line here.
+// guest: claude, codex, gemini, opencode and the fake. A new CLI gets one
+// package under guest/harness/<name> and one line in Registry.
 package builtin
