@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
@@ -173,8 +172,7 @@ func (h *Host) evalLoop() {
 			if st != ptyapi.StatusIdle && seq > h.deliverSeq {
 				h.sawNonIdle = true
 			}
-			h.setStatusLocked(st)
-			h.notifyLocked()
+			h.setScreenLocked(st)
 		}
 		h.mu.Unlock()
 	}
@@ -212,22 +210,6 @@ func (h *Host) settleStartLocked(st ptyapi.ExecutionStatus) ptyapi.ExecutionStat
 		h.settleTimer.Reset(wait)
 	}
 	return ptyapi.StatusStarting
-}
-
-// setStatusLocked records a status change. Called with h.mu held.
-func (h *Host) setStatusLocked(st ptyapi.ExecutionStatus) {
-	if st != h.status {
-		h.log.Debug("status", "from", h.status, "to", st)
-		h.status = st
-		h.since = time.Now()
-	}
-	h.notifyLocked()
-}
-
-// notifyLocked wakes everyone waiting on h.changed. Called with h.mu held.
-func (h *Host) notifyLocked() {
-	close(h.changed)
-	h.changed = make(chan struct{})
 }
 
 // render snapshots the emulator screen and the output sequence it reflects.
@@ -340,39 +322,6 @@ func (h *Host) requireStarted() error {
 		return ptyapi.ErrNotStarted
 	}
 	return nil
-}
-
-// Status implements ptyapi.PTY.
-func (h *Host) Status(ctx context.Context) (ptyapi.StatusInfo, error) {
-	h.mu.Lock()
-	undiscovered := h.state == stateRunning && h.sessionID == "" && h.adapter != nil
-	a, home, workDir, since := h.adapter, h.opts.Home, h.workDir, h.since
-	h.mu.Unlock()
-	if undiscovered {
-		// The supervisor reads the status before a pause: make sure it learns
-		// a session id the CLI has written since the last background poll.
-		h.tryDiscover(a, harness.LaunchRequest{Home: home, WorkDir: workDir}, since)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.status
-	if st == ptyapi.StatusIdle && h.evalSeq != h.inSeq.Load() {
-		// Output has arrived that the screen (or its evaluation) does not
-		// reflect yet: an idle screen may be stale.
-		st = ptyapi.StatusBusy
-	}
-	info := ptyapi.StatusInfo{
-		Status: st, Alive: h.state == stateRunning, Harness: h.harnessName, SessionID: h.sessionID,
-		PendingMessages: len(h.queue), Since: h.since,
-	}
-	if h.inflight {
-		info.PendingMessages++
-	}
-	if h.exitCode != nil {
-		c := *h.exitCode
-		info.ExitCode = &c
-	}
-	return info, nil
 }
 
 // Quota implements ptyapi.PTY.

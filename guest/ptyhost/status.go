@@ -1,0 +1,176 @@
+package ptyhost
+
+import (
+	"context"
+	"time"
+
+	"aicli.dev/aicli/guest/harness"
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// A delivered message's turn ends when the screen is IDLE after the CLI was
+// seen busy (or waiting) following the submission. A CLI that is never seen
+// so (a command it answers at once, or a turn too quick for the screen to
+// show it) ends the turn once its IDLE screen has had no output for
+// turnQuietEnd since the delivery, or at the latest turnNoReactEnd after the
+// delivery, whichever comes first.
+const (
+	turnQuietEnd   = 500 * time.Millisecond
+	turnNoReactEnd = 3 * time.Second
+)
+
+// setScreenLocked records the status classified from the screen and
+// refreshes the reported one. Called with h.mu held.
+func (h *Host) setScreenLocked(st ptyapi.ExecutionStatus) {
+	h.screen = st
+	h.refreshLocked()
+}
+
+// refreshLocked recomputes the reported status: the screen's, except that
+// IDLE reads BUSY while a message is queued, being typed, or its turn has not
+// ended. It wakes everyone waiting on h.changed. Called with h.mu held.
+func (h *Host) refreshLocked() {
+	now := time.Now()
+	if h.turnOpen && h.turnEndedLocked(now) {
+		h.turnOpen = false
+	}
+	st := h.screen
+	if st == ptyapi.StatusIdle && h.state == stateRunning && (len(h.queue) > 0 || h.inflight || h.turnOpen) {
+		st = ptyapi.StatusBusy
+	}
+	if st != h.status {
+		h.log.Debug("status", "from", h.status, "to", st, "screen", h.screen)
+		h.status = st
+		h.since = now
+	}
+	h.notifyLocked()
+}
+
+// turnEndedLocked reports whether the open turn has ended; when only time
+// can end it, it schedules the check. Called with h.mu held.
+func (h *Host) turnEndedLocked(now time.Time) bool {
+	if h.state != stateRunning {
+		return true
+	}
+	if h.screen != ptyapi.StatusIdle {
+		return false
+	}
+	if h.sawNonIdle {
+		return true
+	}
+	// Never seen reacting: wait for the screen to reflect all output so far
+	// (the evaluation that follows it checks again), then for quiet.
+	if h.evalSeq != h.inSeq.Load() {
+		return false
+	}
+	deadline := later(h.turnStart, h.lastOutput).Add(turnQuietEnd)
+	if hard := h.turnStart.Add(turnNoReactEnd); hard.Before(deadline) {
+		deadline = hard
+	}
+	if wait := deadline.Sub(now); wait > 0 {
+		if h.turnTimer == nil {
+			h.turnTimer = time.AfterFunc(wait, h.checkTurn)
+		} else {
+			h.turnTimer.Reset(wait)
+		}
+		return false
+	}
+	return true
+}
+
+// checkTurn is turnTimer's function: it refreshes the status once the
+// no-reaction deadline of an open turn may have passed.
+func (h *Host) checkTurn() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == stateRunning && h.turnOpen {
+		h.refreshLocked()
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// notifyLocked wakes everyone waiting on h.changed. Called with h.mu held.
+func (h *Host) notifyLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// infoLocked is the reported status. Called with h.mu held.
+func (h *Host) infoLocked() ptyapi.StatusInfo {
+	info := ptyapi.StatusInfo{
+		Status: h.status, Alive: h.state == stateRunning, Harness: h.harnessName, SessionID: h.sessionID,
+		PendingMessages: len(h.queue), Since: h.since,
+	}
+	if h.inflight {
+		info.PendingMessages++
+	}
+	if h.exitCode != nil {
+		c := *h.exitCode
+		info.ExitCode = &c
+	}
+	return info
+}
+
+// Status implements ptyapi.PTY.
+func (h *Host) Status(ctx context.Context) (ptyapi.StatusInfo, error) {
+	h.mu.Lock()
+	undiscovered := h.state == stateRunning && h.sessionID == "" && h.adapter != nil
+	a, home, workDir, launched := h.adapter, h.opts.Home, h.workDir, h.launchedAt
+	h.mu.Unlock()
+	if undiscovered {
+		// The supervisor reads the status before a pause: make sure it learns
+		// a session id the CLI has written since the last background poll.
+		h.tryDiscover(a, harness.LaunchRequest{Home: home, WorkDir: workDir}, launched)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	info := h.infoLocked()
+	if info.Status == ptyapi.StatusIdle && h.evalSeq != h.inSeq.Load() {
+		// Output has arrived that the screen (or its evaluation) does not
+		// reflect yet: an idle screen may be stale.
+		info.Status = ptyapi.StatusBusy
+	}
+	return info, nil
+}
+
+var _ ptyapi.StatusWatcher = (*Host)(nil)
+
+// WatchStatus implements ptyapi.StatusWatcher: the reported status now, then
+// after every change, until ctx ends (its error) or the host is closed (nil).
+func (h *Host) WatchStatus(ctx context.Context, fn func(ptyapi.StatusInfo) error) error {
+	var last ptyapi.StatusInfo
+	sent := false
+	for {
+		h.mu.Lock()
+		info, changed := h.infoLocked(), h.changed
+		h.mu.Unlock()
+		if !sent || !sameStatus(last, info) {
+			if err := fn(info); err != nil {
+				return err
+			}
+			last, sent = info, true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.stopCh:
+			return nil
+		}
+	}
+}
+
+// sameStatus reports whether a and b are equal in every field but Since.
+func sameStatus(a, b ptyapi.StatusInfo) bool {
+	if (a.ExitCode == nil) != (b.ExitCode == nil) || a.ExitCode != nil && *a.ExitCode != *b.ExitCode {
+		return false
+	}
+	return a.Status == b.Status && a.Alive == b.Alive && a.Harness == b.Harness && a.SessionID == b.SessionID &&
+		a.PendingMessages == b.PendingMessages
+}

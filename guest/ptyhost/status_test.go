@@ -1,0 +1,298 @@
+package ptyhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"aicli.dev/aicli/guest/harness"
+	"aicli.dev/aicli/guest/harness/fake"
+	"aicli.dev/aicli/guest/ptyapi"
+)
+
+// pushed is one status WatchStatus delivered, stamped when it arrived; an
+// IDLE one carries the screen as it was then.
+type pushed struct {
+	at     time.Time
+	info   ptyapi.StatusInfo
+	screen string
+}
+
+// statusLog records a WatchStatus stream until the test ends.
+type statusLog struct {
+	mu     sync.Mutex
+	events []pushed
+	done   chan error
+}
+
+func watchLog(t *testing.T, h *Host) *statusLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &statusLog{done: make(chan error, 1)}
+	go func() {
+		l.done <- h.WatchStatus(ctx, func(info ptyapi.StatusInfo) error {
+			p := pushed{at: time.Now(), info: info}
+			if info.Status == ptyapi.StatusIdle {
+				scr, _ := h.RenderScreen(ctx)
+				p.screen = strings.Join(scr.Lines, "\n")
+			}
+			l.mu.Lock()
+			l.events = append(l.events, p)
+			l.mu.Unlock()
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-l.done; !errors.Is(err, context.Canceled) {
+			t.Errorf("WatchStatus ended with %v, want context.Canceled", err)
+		}
+	})
+	return l
+}
+
+// since returns the events from index i on.
+func (l *statusLog) since(i int) []pushed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]pushed(nil), l.events[min(i, len(l.events)):]...)
+}
+
+func (l *statusLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+// last returns the latest event (zero before the first).
+func (l *statusLog) last() pushed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) == 0 {
+		return pushed{}
+	}
+	return l.events[len(l.events)-1]
+}
+
+// waitPushed waits until the latest pushed status is want and returns when it arrived.
+func (l *statusLog) waitPushed(t *testing.T, want ptyapi.ExecutionStatus) time.Time {
+	t.Helper()
+	eventually(t, 10*time.Second, "pushed "+string(want), func() bool { return l.last().info.Status == want })
+	return l.last().at
+}
+
+// waitScreenAt polls the screen every millisecond until it shows substr and
+// returns when it first did.
+func waitScreenAt(t *testing.T, h *Host, substr string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if strings.Contains(screenText(t, h), substr) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never showed %q", substr)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// An accepted message reads BUSY from its acceptance (synchronously, and as
+// pushed) until its reply is on the screen, and IDLE is pushed promptly after:
+// for a turn the screen shows busy, and for one too quick to be seen.
+func TestWatchStatusNoIdleBetweenAcceptAndReply(t *testing.T) {
+	for _, c := range []struct {
+		delay string
+		// maxLag bounds reply on screen → IDLE pushed.
+		maxLag time.Duration
+	}{
+		{"300ms", 150 * time.Millisecond},
+		// The busy frame may be gone before the screen is evaluated: the
+		// no-reaction rule ends the turn after turnQuietEnd of quiet.
+		{"0s", turnQuietEnd + 300*time.Millisecond},
+	} {
+		t.Run("delay "+c.delay, func(t *testing.T) {
+			h := newHost(t, newEnv(t))
+			start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": c.delay}})
+			log := watchLog(t, h)
+			log.waitPushed(t, ptyapi.StatusIdle)
+			for turn := 1; turn <= 3; turn++ {
+				mark := log.len()
+				text := fmt.Sprintf("message %d", turn)
+				if err := h.SendMessage(context.Background(), text); err != nil {
+					t.Fatal(err)
+				}
+				if st := status(t, h).Status; st != ptyapi.StatusBusy {
+					t.Fatalf("turn %d: Status %s right after the acceptance, want BUSY", turn, st)
+				}
+				reply := fmt.Sprintf("fake[turn %d]: %s", turn, text)
+				replied := waitScreenAt(t, h, reply)
+				idle := log.waitPushed(t, ptyapi.StatusIdle)
+				events := log.since(mark)
+				if events[0].info.Status != ptyapi.StatusBusy {
+					t.Fatalf("turn %d: first status pushed after the acceptance is %s, want BUSY", turn, events[0].info.Status)
+				}
+				for _, e := range events {
+					if e.info.Status == ptyapi.StatusIdle && !strings.Contains(e.screen, reply) {
+						t.Fatalf("turn %d: IDLE pushed before the reply was on the screen:\n%s", turn, e.screen)
+					}
+				}
+				if lag := idle.Sub(replied); lag > c.maxLag {
+					t.Fatalf("turn %d: IDLE pushed %v after the reply showed, want ≤ %v", turn, lag, c.maxLag)
+				}
+				t.Logf("turn %d: reply on screen → IDLE pushed %v (negative: before the 1 ms screen poll saw the reply)", turn, idle.Sub(replied))
+			}
+		})
+	}
+}
+
+// blindFake is the fake harness whose busy screen is never recognised: a
+// CLI that does not visibly react to a message.
+type blindFake struct{ *fake.Adapter }
+
+func (b blindFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
+	st, ok := b.Adapter.Classify(s)
+	if st == ptyapi.StatusBusy {
+		return ptyapi.StatusIdle, ok
+	}
+	return st, ok
+}
+
+var _ harness.Adapter = blindFake{}
+
+// A CLI never seen reacting ends the turn after turnQuietEnd without output,
+// not before, and not never.
+func TestTurnNeverSeenBusyEndsAfterQuiet(t *testing.T) {
+	h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return blindFake{a} })
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "200ms"}})
+	log := watchLog(t, h)
+	log.waitPushed(t, ptyapi.StatusIdle)
+	mark := log.len()
+	if err := h.SendMessage(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	replied := waitScreenAt(t, h, "fake[turn 1]: hello")
+	idle := log.waitPushed(t, ptyapi.StatusIdle)
+	if lag := idle.Sub(replied); lag < turnQuietEnd-50*time.Millisecond || lag > turnQuietEnd+500*time.Millisecond {
+		t.Fatalf("IDLE pushed %v after the reply, want about %v", lag, turnQuietEnd)
+	}
+	for _, e := range log.since(mark) {
+		if e.info.Status == ptyapi.StatusIdle && !strings.Contains(e.screen, "fake[turn 1]: hello") {
+			t.Fatalf("IDLE pushed before the reply was on the screen:\n%s", e.screen)
+		}
+	}
+}
+
+// A slow reader skips intermediate states but always gets the latest one.
+func TestWatchStatusCoalescesForASlowReader(t *testing.T) {
+	h := newHost(t, newEnv(t))
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "100ms"}})
+	waitStatus(t, h, ptyapi.StatusIdle)
+	release := make(chan struct{})
+	got := make(chan ptyapi.StatusInfo, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = h.WatchStatus(ctx, func(info ptyapi.StatusInfo) error {
+			got <- info
+			<-release
+			return nil
+		})
+	}()
+	if first := <-got; first.Status != ptyapi.StatusIdle || !first.Alive || first.Harness != fake.Name {
+		t.Fatalf("first status %+v, want the current one (IDLE)", first)
+	}
+	// BUSY, then IDLE again, while the reader is stuck in its first call.
+	if err := h.SendMessage(context.Background(), "quick"); err != nil {
+		t.Fatal(err)
+	}
+	waitScreen(t, h, "fake[turn 1]: quick")
+	waitStatus(t, h, ptyapi.StatusIdle)
+	close(release)
+	select {
+	case info := <-got:
+		if info.Status != ptyapi.StatusIdle || info.PendingMessages != 0 {
+			t.Fatalf("after the slow call: %+v, want the latest status (IDLE, nothing pending)", info)
+		}
+		t.Fatalf("a status equal to the last one delivered was pushed again: %+v", info)
+	case <-time.After(300 * time.Millisecond):
+		// The intermediate BUSY was skipped and the latest status equals
+		// the one the reader already has: nothing to deliver.
+	}
+}
+
+// A slow reader that missed a change to a different status gets that status.
+func TestWatchStatusDeliversTheLatestAfterASlowCall(t *testing.T) {
+	h := newHost(t, newEnv(t))
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "100ms"}})
+	waitStatus(t, h, ptyapi.StatusIdle)
+	release := make(chan struct{})
+	got := make(chan ptyapi.StatusInfo, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_ = h.WatchStatus(ctx, func(info ptyapi.StatusInfo) error {
+			got <- info
+			<-release
+			return nil
+		})
+	}()
+	<-got
+	if err := h.SendMessage(context.Background(), "!crash"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, h, ptyapi.StatusExited)
+	close(release)
+	info := <-got
+	if info.Status != ptyapi.StatusExited || info.Alive || info.ExitCode == nil || *info.ExitCode != 3 {
+		t.Fatalf("after the slow call: %+v, want EXITED with code 3", info)
+	}
+}
+
+func TestWatchStatusEnds(t *testing.T) {
+	h := newHost(t, newEnv(t))
+	// Before Start: the status so far, then the stream waits.
+	boom := errors.New("boom")
+	if err := h.WatchStatus(context.Background(), func(info ptyapi.StatusInfo) error {
+		if info.Status != ptyapi.StatusStarting || info.Alive {
+			t.Errorf("before start: %+v", info)
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("fn's error: WatchStatus returned %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := h.WatchStatus(ctx, func(ptyapi.StatusInfo) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx's end: WatchStatus returned %v", err)
+	}
+	// Start is pushed; Close ends the stream cleanly.
+	got := make(chan ptyapi.StatusInfo, 64)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.WatchStatus(context.Background(), func(info ptyapi.StatusInfo) error { got <- info; return nil })
+	}()
+	<-got
+	start(t, h, ptyapi.StartRequest{})
+	eventually(t, 10*time.Second, "the start pushed", func() bool {
+		select {
+		case info := <-got:
+			return info.Alive && info.Harness == fake.Name
+		default:
+			return false
+		}
+	})
+	_ = h.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after Close: WatchStatus returned %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchStatus did not end on Close")
+	}
+}
