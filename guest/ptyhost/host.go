@@ -135,6 +135,9 @@ type Host struct {
 	status ptyapi.ExecutionStatus
 	since  time.Time
 	known  bool // a cue was ever recognised
+	// startScreen: the IDLE screen is the CLI's start screen
+	// (harness.StartScreener), on which no turn has ended.
+	startScreen bool
 	// settled is set once an IDLE screen has held for the policy's
 	// StartupSettle; startIdle is when the current candidate began, and
 	// settleTimer asks for the evaluation that will find it has.

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
@@ -155,7 +156,12 @@ func (h *Host) evalLoop() {
 		last, lastBytes = time.Now(), h.emuBytes.Load()
 		scr, seq := h.render()
 		st, ok := h.adapter.Classify(scr)
+		startScreen := false
+		if ss, is := h.adapter.(harness.StartScreener); is && ok && st == ptyapi.StatusIdle {
+			startScreen = ss.IsStartScreen(scr)
+		}
 		h.mu.Lock()
+		h.startScreen = startScreen
 		if h.state == stateRunning {
 			if !ok {
 				// No cue: before the first one the CLI is starting; after, hold

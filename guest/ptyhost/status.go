@@ -9,15 +9,14 @@ import (
 )
 
 // A delivered message's turn ends when the screen is IDLE after the CLI was
-// seen busy (or waiting) following the submission. A CLI that is never seen
-// so (a command it answers at once, or a turn too quick for the screen to
-// show it) ends the turn once its IDLE screen has had no output for
-// turnQuietEnd since the delivery, or at the latest turnNoReactEnd after the
-// delivery, whichever comes first.
-const (
-	turnQuietEnd   = 500 * time.Millisecond
-	turnNoReactEnd = 3 * time.Second
-)
+// seen busy (or waiting) following the submission, unless that IDLE screen is
+// the CLI's start screen (harness.StartScreener). For a CLI that is never
+// seen so (a command it answers at once, or a turn too quick for the screen
+// to show it), or that stays on its start screen, the turn ends once its IDLE
+// screen has been so for the harness's ReactWithin since the delivery and
+// without output for turnQuietEnd, or at the latest three ReactWithin after
+// the delivery (a CLI that keeps drawing while idle).
+const turnQuietEnd = 500 * time.Millisecond
 
 // setScreenLocked records the status classified from the screen and
 // refreshes the reported one. Called with h.mu held.
@@ -55,16 +54,21 @@ func (h *Host) turnEndedLocked(now time.Time) bool {
 	if h.screen != ptyapi.StatusIdle {
 		return false
 	}
-	if h.sawNonIdle {
+	if h.sawNonIdle && !h.startScreen {
 		return true
 	}
-	// Never seen reacting: wait for the screen to reflect all output so far
-	// (the evaluation that follows it checks again), then for quiet.
+	// Never seen reacting (or back on the start screen): wait for the screen
+	// to reflect all output so far (the evaluation that follows it checks
+	// again), then for ReactWithin and quiet.
 	if h.evalSeq != h.inSeq.Load() {
 		return false
 	}
-	deadline := later(h.turnStart, h.lastOutput).Add(turnQuietEnd)
-	if hard := h.turnStart.Add(turnNoReactEnd); hard.Before(deadline) {
+	react := h.policy.ReactWithin
+	if react <= 0 {
+		react = harness.DefaultReactWithin
+	}
+	deadline := later(h.turnStart.Add(react), h.lastOutput.Add(turnQuietEnd))
+	if hard := h.turnStart.Add(3 * react); hard.Before(deadline) {
 		deadline = hard
 	}
 	if wait := deadline.Sub(now); wait > 0 {

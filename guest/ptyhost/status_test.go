@@ -85,6 +85,23 @@ func (l *statusLog) waitPushed(t *testing.T, want ptyapi.ExecutionStatus) time.T
 	return l.last().at
 }
 
+// waitPushedFrom waits for the first status want pushed at index mark or
+// later and returns when it arrived.
+func (l *statusLog) waitPushedFrom(t *testing.T, mark int, want ptyapi.ExecutionStatus) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, 10*time.Second, "pushed "+string(want), func() bool {
+		for _, e := range l.since(mark) {
+			if e.info.Status == want {
+				at = e.at
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
 // waitScreenAt polls the screen every millisecond until it shows substr and
 // returns when it first did.
 func waitScreenAt(t *testing.T, h *Host, substr string) time.Time {
@@ -112,8 +129,8 @@ func TestWatchStatusNoIdleBetweenAcceptAndReply(t *testing.T) {
 	}{
 		{"300ms", 150 * time.Millisecond},
 		// The busy frame may be gone before the screen is evaluated: the
-		// no-reaction rule ends the turn after turnQuietEnd of quiet.
-		{"0s", turnQuietEnd + 300*time.Millisecond},
+		// no-reaction rule ends the turn DefaultReactWithin after the delivery.
+		{"0s", harness.DefaultReactWithin + 300*time.Millisecond},
 	} {
 		t.Run("delay "+c.delay, func(t *testing.T) {
 			h := newHost(t, newEnv(t))
@@ -131,7 +148,7 @@ func TestWatchStatusNoIdleBetweenAcceptAndReply(t *testing.T) {
 				}
 				reply := fmt.Sprintf("fake[turn %d]: %s", turn, text)
 				replied := waitScreenAt(t, h, reply)
-				idle := log.waitPushed(t, ptyapi.StatusIdle)
+				idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
 				events := log.since(mark)
 				if events[0].info.Status != ptyapi.StatusBusy {
 					t.Fatalf("turn %d: first status pushed after the acceptance is %s, want BUSY", turn, events[0].info.Status)
@@ -152,7 +169,16 @@ func TestWatchStatusNoIdleBetweenAcceptAndReply(t *testing.T) {
 
 // blindFake is the fake harness whose busy screen is never recognised: a
 // CLI that does not visibly react to a message.
-type blindFake struct{ *fake.Adapter }
+type blindFake struct {
+	*fake.Adapter
+	react time.Duration
+}
+
+func (b blindFake) Delivery() harness.DeliveryPolicy {
+	p := b.Adapter.Delivery()
+	p.ReactWithin = b.react
+	return p
+}
 
 func (b blindFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
 	st, ok := b.Adapter.Classify(s)
@@ -164,26 +190,56 @@ func (b blindFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
 
 var _ harness.Adapter = blindFake{}
 
-// A CLI never seen reacting ends the turn after turnQuietEnd without output,
-// not before, and not never.
-func TestTurnNeverSeenBusyEndsAfterQuiet(t *testing.T) {
-	h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return blindFake{a} })
-	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "200ms"}})
-	log := watchLog(t, h)
-	log.waitPushed(t, ptyapi.StatusIdle)
-	mark := log.len()
-	if err := h.SendMessage(context.Background(), "hello"); err != nil {
-		t.Fatal(err)
-	}
-	replied := waitScreenAt(t, h, "fake[turn 1]: hello")
-	idle := log.waitPushed(t, ptyapi.StatusIdle)
-	if lag := idle.Sub(replied); lag < turnQuietEnd-50*time.Millisecond || lag > turnQuietEnd+500*time.Millisecond {
-		t.Fatalf("IDLE pushed %v after the reply, want about %v", lag, turnQuietEnd)
-	}
-	for _, e := range log.since(mark) {
-		if e.info.Status == ptyapi.StatusIdle && !strings.Contains(e.screen, "fake[turn 1]: hello") {
-			t.Fatalf("IDLE pushed before the reply was on the screen:\n%s", e.screen)
-		}
+// A CLI never seen reacting ends the turn once ReactWithin has passed since
+// the delivery and its screen has been quiet for turnQuietEnd, or, drawing
+// all along, three ReactWithin after the delivery: not before, and not never.
+func TestTurnNeverSeenBusyEndsAfterReactWithinAndQuiet(t *testing.T) {
+	for _, c := range []struct {
+		name, delay string
+		react       time.Duration
+		// capped: the fake's spinner draws until after 3×react.
+		capped bool
+	}{
+		// The reply comes before ReactWithin has passed: ReactWithin counts.
+		{"quick reply", "100ms", 700 * time.Millisecond, false},
+		// The reply comes later: quiet after it counts.
+		{"slow reply", "900ms", 600 * time.Millisecond, false},
+		// Output never stops before the cap.
+		{"drawing all along", "2s", 200 * time.Millisecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return blindFake{a, c.react} })
+			start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": c.delay}})
+			log := watchLog(t, h)
+			log.waitPushed(t, ptyapi.StatusIdle)
+			mark := log.len()
+			sent := time.Now()
+			if err := h.SendMessage(context.Background(), "hello"); err != nil {
+				t.Fatal(err)
+			}
+			if c.capped {
+				idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
+				if d := idle.Sub(sent); d < 3*c.react || d > 3*c.react+500*time.Millisecond {
+					t.Fatalf("IDLE pushed %v after the send, want about %v", d, 3*c.react)
+				}
+				return
+			}
+			replied := waitScreenAt(t, h, "fake[turn 1]: hello")
+			idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
+			want := sent.Add(c.react)
+			if q := replied.Add(turnQuietEnd); q.After(want) {
+				want = q
+			}
+			if d := idle.Sub(want); d < -100*time.Millisecond || d > 500*time.Millisecond {
+				t.Fatalf("IDLE pushed %v after the send, %v after the reply; want about %v after the send",
+					idle.Sub(sent), idle.Sub(replied), want.Sub(sent))
+			}
+			for _, e := range log.since(mark) {
+				if e.info.Status == ptyapi.StatusIdle && !strings.Contains(e.screen, "fake[turn 1]: hello") {
+					t.Fatalf("IDLE pushed before the reply was on the screen:\n%s", e.screen)
+				}
+			}
+		})
 	}
 }
 
@@ -294,5 +350,43 @@ func TestWatchStatusEnds(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("WatchStatus did not end on Close")
+	}
+}
+
+// startScreenFake is the fake harness declaring every idle screen its start
+// screen, as OpenCode's looks until the first message's session exists.
+type startScreenFake struct {
+	*fake.Adapter
+	react time.Duration
+}
+
+func (f startScreenFake) Delivery() harness.DeliveryPolicy {
+	p := f.Adapter.Delivery()
+	p.ReactWithin = f.react
+	return p
+}
+
+func (startScreenFake) IsStartScreen(ptyapi.Screen) bool { return true }
+
+var _ harness.StartScreener = startScreenFake{}
+
+// Back on the start screen after being seen busy, a turn has not ended: it
+// ends by ReactWithin and quiet, as for a CLI never seen reacting.
+func TestStartScreenHoldsTheTurnOpen(t *testing.T) {
+	const react = 800 * time.Millisecond
+	h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return startScreenFake{a, react} })
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "200ms"}})
+	log := watchLog(t, h)
+	log.waitPushed(t, ptyapi.StatusIdle)
+	mark := log.len()
+	sent := time.Now()
+	if err := h.SendMessage(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	replied := waitScreenAt(t, h, "fake[turn 1]: hello")
+	idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
+	if d := idle.Sub(sent); d < react || d > react+600*time.Millisecond {
+		t.Fatalf("IDLE pushed %v after the send (%v after the reply on the start screen), want about %v",
+			d, idle.Sub(replied), react)
 	}
 }
