@@ -142,7 +142,7 @@ func (h *Host) deliver(text string) error {
 			// Output from here on is the CLI's reaction to the submission.
 			h.mu.Lock()
 			h.deliverSeq = h.inSeq.Load()
-			h.sawNonIdle = false
+			h.sawNonIdle, h.sawTurn = false, false
 			h.mu.Unlock()
 		}
 		if err := h.writeInputLocked(c.Data); err != nil {

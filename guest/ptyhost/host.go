@@ -151,6 +151,9 @@ type Host struct {
 	deliverSeq  uint64
 	evalSeq     uint64
 	sawNonIdle  bool
+	// sawTurn: since the last submission the screen showed a recognised
+	// busy or waiting cue (not a guess on a screen without cues).
+	sawTurn bool
 	// turnOpen is set when a message has been delivered and the CLI's turn
 	// for it has not been seen to end; turnStart is when its delivery ended,
 	// and turnTimer re-checks the end of a turn the CLI never showed busy.

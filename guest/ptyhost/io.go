@@ -177,6 +177,7 @@ func (h *Host) evalLoop() {
 			h.evalSeq = seq
 			if st != ptyapi.StatusIdle && seq > h.deliverSeq {
 				h.sawNonIdle = true
+				h.sawTurn = h.sawTurn || ok
 			}
 			h.setScreenLocked(st)
 		}

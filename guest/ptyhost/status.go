@@ -8,14 +8,15 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
-// A delivered message's turn ends when the screen is IDLE after the CLI was
-// seen busy (or waiting) following the submission, unless that IDLE screen is
-// the CLI's start screen (harness.StartScreener). For a CLI that is never
-// seen so (a command it answers at once, or a turn too quick for the screen
-// to show it), or that stays on its start screen, the turn ends once its IDLE
-// screen has been so for the harness's ReactWithin since the delivery and
-// without output for turnQuietEnd, or at the latest three ReactWithin after
-// the delivery (a CLI that keeps drawing while idle).
+// A delivered message's turn ends when the screen is IDLE after a busy or
+// waiting cue was recognised on it following the submission (a screen without
+// cues, e.g. half redrawn, reads BUSY but proves nothing), unless that IDLE
+// screen is the CLI's start screen (harness.StartScreener). For a CLI that is
+// never seen so (a command it answers at once, or a turn too quick for the
+// screen to show it), or that stays on its start screen, the turn ends once
+// its IDLE screen has been so for the harness's ReactWithin since the
+// delivery and without output for turnQuietEnd, or at the latest three
+// ReactWithin after the delivery (a CLI that keeps drawing while idle).
 const turnQuietEnd = 500 * time.Millisecond
 
 // setScreenLocked records the status classified from the screen and
@@ -54,7 +55,7 @@ func (h *Host) turnEndedLocked(now time.Time) bool {
 	if h.screen != ptyapi.StatusIdle {
 		return false
 	}
-	if h.sawNonIdle && !h.startScreen {
+	if h.sawTurn && !h.startScreen {
 		return true
 	}
 	// Never seen reacting (or back on the start screen): wait for the screen

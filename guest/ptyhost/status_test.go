@@ -390,3 +390,45 @@ func TestStartScreenHoldsTheTurnOpen(t *testing.T) {
 			d, idle.Sub(replied), react)
 	}
 }
+
+// cuelessFake is the fake harness whose busy screen carries no recognised
+// cue (Classify finds none): it reads BUSY as a guess, which is no evidence
+// that the turn started.
+type cuelessFake struct {
+	*fake.Adapter
+	react time.Duration
+}
+
+func (f cuelessFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
+	st, ok := f.Adapter.Classify(s)
+	if st == ptyapi.StatusBusy {
+		return "", false
+	}
+	return st, ok
+}
+
+func (f cuelessFake) Delivery() harness.DeliveryPolicy {
+	p := f.Adapter.Delivery()
+	p.ReactWithin = f.react
+	return p
+}
+
+// A screen without cues after the submission (a half-drawn frame) reads BUSY
+// but does not count as the turn's start: the turn ends by ReactWithin.
+func TestGuessedBusyDoesNotEndTheTurn(t *testing.T) {
+	const react = 800 * time.Millisecond
+	h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return cuelessFake{a, react} })
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "200ms"}})
+	log := watchLog(t, h)
+	log.waitPushed(t, ptyapi.StatusIdle)
+	mark := log.len()
+	sent := time.Now()
+	if err := h.SendMessage(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	waitScreenAt(t, h, "fake[turn 1]: hello")
+	idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
+	if d := idle.Sub(sent); d < react || d > react+600*time.Millisecond {
+		t.Fatalf("IDLE pushed %v after the send, want about %v", d, react)
+	}
+}
