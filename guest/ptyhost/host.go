@@ -155,14 +155,21 @@ type Host struct {
 	// busy or waiting cue (not a guess on a screen without cues).
 	sawTurn bool
 	// turnOpen is set when a message has been delivered and the CLI's turn
-	// for it has not been seen to end; turnStart is when its delivery ended,
-	// and turnTimer re-checks the end of a turn the CLI never showed busy.
-	turnOpen    bool
-	turnStart   time.Time
-	turnTimer   *time.Timer
-	changed     chan struct{} // closed and replaced on every status change and evaluation
-	subs        map[*subscriber]struct{}
-	outputEnded bool // the PTY reader has stopped; no more subscribers
+	// for it has not been seen to end; turnStart is when its delivery ended.
+	turnOpen  bool
+	turnStart time.Time
+	// cue is the last screen status read from a recognised cue; guess is set
+	// while the screen has none (BUSY as a guess), since guessSince.
+	cue        ptyapi.ExecutionStatus
+	guess      bool
+	guessSince time.Time
+	// refreshTimer refreshes the reported status at refreshAt, when a rule
+	// of status.go can change it with time alone.
+	refreshTimer *time.Timer
+	refreshAt    time.Time
+	changed      chan struct{} // closed and replaced on every status change and evaluation
+	subs         map[*subscriber]struct{}
+	outputEnded  bool // the PTY reader has stopped; no more subscribers
 
 	ptmx    *os.File
 	writeMu sync.Mutex
@@ -559,8 +566,8 @@ func (h *Host) waitExit(wait func() (syscall.WaitStatus, error)) {
 	dropped := len(h.queue)
 	h.queue = nil
 	h.setScreenLocked(ptyapi.StatusExited)
-	if h.turnTimer != nil {
-		h.turnTimer.Stop()
+	if h.refreshTimer != nil {
+		h.refreshTimer.Stop()
 	}
 	h.mu.Unlock()
 	// Leftovers in the CLI's process group (tools it started) go with it.

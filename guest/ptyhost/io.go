@@ -169,11 +169,17 @@ func (h *Host) evalLoop() {
 				st = ptyapi.StatusStarting
 				if h.known {
 					st = ptyapi.StatusBusy
+					if !h.guess {
+						h.guess, h.guessSince = true, time.Now()
+					}
 				}
 			} else {
-				h.known = true
+				h.known, h.guess = true, false
 			}
 			st = h.settleStartLocked(st)
+			if ok {
+				h.cue = st
+			}
 			h.evalSeq = seq
 			if st != ptyapi.StatusIdle && seq > h.deliverSeq {
 				h.sawNonIdle = true

@@ -19,6 +19,14 @@ import (
 // ReactWithin after the delivery (a CLI that keeps drawing while idle).
 const turnQuietEnd = 500 * time.Millisecond
 
+// guessHold is how long a screen without cues keeps the status of the last
+// recognised one before it reads BUSY. A full-screen TUI's redraw reaches
+// the guest in several PTY reads (about 4 KiB each), and the screen between
+// two of them often has no cue: those frames would read BUSY for a few
+// milliseconds at every redraw, an IDLE–BUSY–IDLE flicker pushed to every
+// watcher. Delivery is still held at once.
+const guessHold = 150 * time.Millisecond
+
 // setScreenLocked records the status classified from the screen and
 // refreshes the reported one. Called with h.mu held.
 func (h *Host) setScreenLocked(st ptyapi.ExecutionStatus) {
@@ -35,6 +43,12 @@ func (h *Host) refreshLocked() {
 		h.turnOpen = false
 	}
 	st := h.screen
+	if h.guess && h.cue != "" && h.state == stateRunning {
+		if wait := h.guessSince.Add(guessHold).Sub(now); wait > 0 {
+			st = h.cue
+			h.refreshAfterLocked(now, wait)
+		}
+	}
 	if st == ptyapi.StatusIdle && h.state == stateRunning && (len(h.queue) > 0 || h.inflight || h.turnOpen) {
 		st = ptyapi.StatusBusy
 	}
@@ -73,22 +87,33 @@ func (h *Host) turnEndedLocked(now time.Time) bool {
 		deadline = hard
 	}
 	if wait := deadline.Sub(now); wait > 0 {
-		if h.turnTimer == nil {
-			h.turnTimer = time.AfterFunc(wait, h.checkTurn)
-		} else {
-			h.turnTimer.Reset(wait)
-		}
+		h.refreshAfterLocked(now, wait)
 		return false
 	}
 	return true
 }
 
-// checkTurn is turnTimer's function: it refreshes the status once the
-// no-reaction deadline of an open turn may have passed.
-func (h *Host) checkTurn() {
+// refreshAfterLocked has the status refreshed after wait, unless a refresh
+// is due sooner. Called with h.mu held.
+func (h *Host) refreshAfterLocked(now time.Time, wait time.Duration) {
+	at := now.Add(wait)
+	if !h.refreshAt.IsZero() && !h.refreshAt.After(at) {
+		return
+	}
+	h.refreshAt = at
+	if h.refreshTimer == nil {
+		h.refreshTimer = time.AfterFunc(wait, h.timedRefresh)
+	} else {
+		h.refreshTimer.Reset(wait)
+	}
+}
+
+// timedRefresh is refreshTimer's function.
+func (h *Host) timedRefresh() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.state == stateRunning && h.turnOpen {
+	h.refreshAt = time.Time{}
+	if h.state == stateRunning {
 		h.refreshLocked()
 	}
 }

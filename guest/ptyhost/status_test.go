@@ -432,3 +432,57 @@ func TestGuessedBusyDoesNotEndTheTurn(t *testing.T) {
 		t.Fatalf("IDLE pushed %v after the send, want about %v", d, react)
 	}
 }
+
+// cueAdapter reads "READY" as IDLE and anything else as no cue.
+type cueAdapter struct{ rawAdapter }
+
+func (cueAdapter) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
+	for _, l := range s.Lines {
+		if strings.Contains(l, "READY") {
+			return ptyapi.StatusIdle, true
+		}
+	}
+	return "", false
+}
+
+// A screen without cues for less than guessHold (a redraw in flight) keeps
+// the status of the last recognised one; for longer it reads BUSY.
+func TestBriefScreenWithoutCuesKeepsTheStatus(t *testing.T) {
+	reg, err := harness.NewRegistry(cueAdapter{rawAdapter{path: "/bin/sh", args: []string{"-c",
+		`printf 'READY\n'; while read l; do printf '\033[2J\033[H'; sleep "$l"; printf 'READY\n'; done`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	h, err := New(Options{Registry: reg, Home: dir + "/home", WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	if _, err := h.Start(context.Background(), ptyapi.StartRequest{Harness: "raw"}); err != nil {
+		t.Fatal(err)
+	}
+	log := watchLog(t, h)
+	log.waitPushed(t, ptyapi.StatusIdle)
+	for _, c := range []struct {
+		sleep    string
+		wantBusy bool
+	}{{"0.03", false}, {"0.5", true}} {
+		mark := log.len()
+		if err := h.SendString(context.Background(), c.sleep+"\r"); err != nil {
+			t.Fatal(err)
+		}
+		// The screen clears, then shows READY again after the sleep.
+		time.Sleep(100 * time.Millisecond)
+		waitScreen(t, h, "READY")
+		time.Sleep(50 * time.Millisecond)
+		busy := false
+		for _, e := range log.since(mark) {
+			busy = busy || e.info.Status == ptyapi.StatusBusy
+		}
+		if busy != c.wantBusy {
+			t.Fatalf("no cue for %ss: BUSY pushed %v, want %v (%v)", c.sleep, busy, c.wantBusy, log.since(mark))
+		}
+		log.waitPushed(t, ptyapi.StatusIdle)
+	}
+}
