@@ -102,6 +102,21 @@ func (l *statusLog) waitPushedFrom(t *testing.T, mark int, want ptyapi.Execution
 	return at
 }
 
+// sendWatched starts h with the fake's reply delay, watches its status
+// until IDLE and sends text. It returns the log, the index of the first
+// status pushed after the send, and when the send began.
+func sendWatched(t *testing.T, h *Host, delay, text string) (*statusLog, int, time.Time) {
+	t.Helper()
+	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": delay}})
+	log := watchLog(t, h)
+	log.waitPushed(t, ptyapi.StatusIdle)
+	mark, sent := log.len(), time.Now()
+	if err := h.SendMessage(context.Background(), text); err != nil {
+		t.Fatal(err)
+	}
+	return log, mark, sent
+}
+
 // waitScreenAt polls the screen every millisecond until it shows substr and
 // returns when it first did.
 func waitScreenAt(t *testing.T, h *Host, substr string) time.Time {
@@ -167,18 +182,21 @@ func TestWatchStatusNoIdleBetweenAcceptAndReply(t *testing.T) {
 	}
 }
 
-// blindFake is the fake harness whose busy screen is never recognised: a
-// CLI that does not visibly react to a message.
-type blindFake struct {
+// reactFake is the fake harness with its ReactWithin set.
+type reactFake struct {
 	*fake.Adapter
 	react time.Duration
 }
 
-func (b blindFake) Delivery() harness.DeliveryPolicy {
-	p := b.Adapter.Delivery()
-	p.ReactWithin = b.react
+func (f reactFake) Delivery() harness.DeliveryPolicy {
+	p := f.Adapter.Delivery()
+	p.ReactWithin = f.react
 	return p
 }
+
+// blindFake is the fake harness whose busy screen is never recognised: a
+// CLI that does not visibly react to a message.
+type blindFake struct{ reactFake }
 
 func (b blindFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
 	st, ok := b.Adapter.Classify(s)
@@ -188,7 +206,30 @@ func (b blindFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
 	return st, ok
 }
 
-var _ harness.Adapter = blindFake{}
+// cuelessFake is the fake harness whose busy screen carries no recognised
+// cue (Classify finds none): it reads BUSY as a guess, which is no evidence
+// that the turn started.
+type cuelessFake struct{ reactFake }
+
+func (f cuelessFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
+	st, ok := f.Adapter.Classify(s)
+	if st == ptyapi.StatusBusy {
+		return "", false
+	}
+	return st, ok
+}
+
+// startScreenFake is the fake harness declaring every idle screen its start
+// screen, as OpenCode's looks until the first message's session exists.
+type startScreenFake struct{ reactFake }
+
+func (startScreenFake) IsStartScreen(ptyapi.Screen) bool { return true }
+
+var (
+	_ harness.Adapter       = blindFake{}
+	_ harness.Adapter       = cuelessFake{}
+	_ harness.StartScreener = startScreenFake{}
+)
 
 // A CLI never seen reacting ends the turn once ReactWithin has passed since
 // the delivery and its screen has been quiet for turnQuietEnd, or, drawing
@@ -208,15 +249,8 @@ func TestTurnNeverSeenBusyEndsAfterReactWithinAndQuiet(t *testing.T) {
 		{"drawing all along", "2s", 200 * time.Millisecond, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return blindFake{a, c.react} })
-			start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": c.delay}})
-			log := watchLog(t, h)
-			log.waitPushed(t, ptyapi.StatusIdle)
-			mark := log.len()
-			sent := time.Now()
-			if err := h.SendMessage(context.Background(), "hello"); err != nil {
-				t.Fatal(err)
-			}
+			h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return blindFake{reactFake{a, c.react}} })
+			log, mark, sent := sendWatched(t, h, c.delay, "hello")
 			if c.capped {
 				idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
 				if d := idle.Sub(sent); d < 3*c.react || d > 3*c.react+500*time.Millisecond {
@@ -243,15 +277,15 @@ func TestTurnNeverSeenBusyEndsAfterReactWithinAndQuiet(t *testing.T) {
 	}
 }
 
-// A slow reader skips intermediate states but always gets the latest one.
-func TestWatchStatusCoalescesForASlowReader(t *testing.T) {
-	h := newHost(t, newEnv(t))
+// slowReader watches h with a reader stuck in its first call until release
+// is closed; got receives every status it is called with.
+func slowReader(t *testing.T, h *Host) (got chan ptyapi.StatusInfo, release chan struct{}) {
+	t.Helper()
 	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "100ms"}})
 	waitStatus(t, h, ptyapi.StatusIdle)
-	release := make(chan struct{})
-	got := make(chan ptyapi.StatusInfo, 16)
+	got, release = make(chan ptyapi.StatusInfo, 16), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go func() {
 		_ = h.WatchStatus(ctx, func(info ptyapi.StatusInfo) error {
 			got <- info
@@ -262,6 +296,13 @@ func TestWatchStatusCoalescesForASlowReader(t *testing.T) {
 	if first := <-got; first.Status != ptyapi.StatusIdle || !first.Alive || first.Harness != fake.Name {
 		t.Fatalf("first status %+v, want the current one (IDLE)", first)
 	}
+	return got, release
+}
+
+// A slow reader skips intermediate states but always gets the latest one.
+func TestWatchStatusCoalescesForASlowReader(t *testing.T) {
+	h := newHost(t, newEnv(t))
+	got, release := slowReader(t, h)
 	// BUSY, then IDLE again, while the reader is stuck in its first call.
 	if err := h.SendMessage(context.Background(), "quick"); err != nil {
 		t.Fatal(err)
@@ -271,33 +312,16 @@ func TestWatchStatusCoalescesForASlowReader(t *testing.T) {
 	close(release)
 	select {
 	case info := <-got:
-		if info.Status != ptyapi.StatusIdle || info.PendingMessages != 0 {
-			t.Fatalf("after the slow call: %+v, want the latest status (IDLE, nothing pending)", info)
-		}
-		t.Fatalf("a status equal to the last one delivered was pushed again: %+v", info)
+		t.Fatalf("after the slow call: %+v pushed; the latest status equals the one the reader has", info)
 	case <-time.After(300 * time.Millisecond):
-		// The intermediate BUSY was skipped and the latest status equals
-		// the one the reader already has: nothing to deliver.
+		// The intermediate BUSY was skipped: nothing to deliver.
 	}
 }
 
 // A slow reader that missed a change to a different status gets that status.
 func TestWatchStatusDeliversTheLatestAfterASlowCall(t *testing.T) {
 	h := newHost(t, newEnv(t))
-	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "100ms"}})
-	waitStatus(t, h, ptyapi.StatusIdle)
-	release := make(chan struct{})
-	got := make(chan ptyapi.StatusInfo, 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_ = h.WatchStatus(ctx, func(info ptyapi.StatusInfo) error {
-			got <- info
-			<-release
-			return nil
-		})
-	}()
-	<-got
+	got, release := slowReader(t, h)
 	if err := h.SendMessage(context.Background(), "!crash"); err != nil {
 		t.Fatal(err)
 	}
@@ -353,83 +377,24 @@ func TestWatchStatusEnds(t *testing.T) {
 	}
 }
 
-// startScreenFake is the fake harness declaring every idle screen its start
-// screen, as OpenCode's looks until the first message's session exists.
-type startScreenFake struct {
-	*fake.Adapter
-	react time.Duration
-}
-
-func (f startScreenFake) Delivery() harness.DeliveryPolicy {
-	p := f.Adapter.Delivery()
-	p.ReactWithin = f.react
-	return p
-}
-
-func (startScreenFake) IsStartScreen(ptyapi.Screen) bool { return true }
-
-var _ harness.StartScreener = startScreenFake{}
-
-// Back on the start screen after being seen busy, a turn has not ended: it
-// ends by ReactWithin and quiet, as for a CLI never seen reacting.
-func TestStartScreenHoldsTheTurnOpen(t *testing.T) {
+// A turn seen busy only as a guess (a screen without cues), or back on the
+// start screen after being seen busy, has not ended: it ends by ReactWithin,
+// as for a CLI never seen reacting.
+func TestUnprovenTurnEndsByReactWithin(t *testing.T) {
 	const react = 800 * time.Millisecond
-	h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return startScreenFake{a, react} })
-	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "200ms"}})
-	log := watchLog(t, h)
-	log.waitPushed(t, ptyapi.StatusIdle)
-	mark := log.len()
-	sent := time.Now()
-	if err := h.SendMessage(context.Background(), "hello"); err != nil {
-		t.Fatal(err)
-	}
-	replied := waitScreenAt(t, h, "fake[turn 1]: hello")
-	idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
-	if d := idle.Sub(sent); d < react || d > react+600*time.Millisecond {
-		t.Fatalf("IDLE pushed %v after the send (%v after the reply on the start screen), want about %v",
-			d, idle.Sub(replied), react)
-	}
-}
-
-// cuelessFake is the fake harness whose busy screen carries no recognised
-// cue (Classify finds none): it reads BUSY as a guess, which is no evidence
-// that the turn started.
-type cuelessFake struct {
-	*fake.Adapter
-	react time.Duration
-}
-
-func (f cuelessFake) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
-	st, ok := f.Adapter.Classify(s)
-	if st == ptyapi.StatusBusy {
-		return "", false
-	}
-	return st, ok
-}
-
-func (f cuelessFake) Delivery() harness.DeliveryPolicy {
-	p := f.Adapter.Delivery()
-	p.ReactWithin = f.react
-	return p
-}
-
-// A screen without cues after the submission (a half-drawn frame) reads BUSY
-// but does not count as the turn's start: the turn ends by ReactWithin.
-func TestGuessedBusyDoesNotEndTheTurn(t *testing.T) {
-	const react = 800 * time.Millisecond
-	h := newHostWith(t, newEnv(t), func(a *fake.Adapter) harness.Adapter { return cuelessFake{a, react} })
-	start(t, h, ptyapi.StartRequest{Env: map[string]string{"AICLI_FAKE_DELAY": "200ms"}})
-	log := watchLog(t, h)
-	log.waitPushed(t, ptyapi.StatusIdle)
-	mark := log.len()
-	sent := time.Now()
-	if err := h.SendMessage(context.Background(), "hello"); err != nil {
-		t.Fatal(err)
-	}
-	waitScreenAt(t, h, "fake[turn 1]: hello")
-	idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
-	if d := idle.Sub(sent); d < react || d > react+600*time.Millisecond {
-		t.Fatalf("IDLE pushed %v after the send, want about %v", d, react)
+	for name, wrap := range map[string]func(*fake.Adapter) harness.Adapter{
+		"busy without cues":   func(a *fake.Adapter) harness.Adapter { return cuelessFake{reactFake{a, react}} },
+		"on the start screen": func(a *fake.Adapter) harness.Adapter { return startScreenFake{reactFake{a, react}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHostWith(t, newEnv(t), wrap)
+			log, mark, sent := sendWatched(t, h, "200ms", "hello")
+			replied := waitScreenAt(t, h, "fake[turn 1]: hello")
+			idle := log.waitPushedFrom(t, mark, ptyapi.StatusIdle)
+			if d := idle.Sub(sent); d < react || d > react+600*time.Millisecond {
+				t.Fatalf("IDLE pushed %v after the send (%v after the reply), want about %v", d, idle.Sub(replied), react)
+			}
+		})
 	}
 }
 
