@@ -1,7 +1,6 @@
 package liveguest_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"aicli.dev/aicli/guest/ptyapi"
@@ -19,32 +16,9 @@ import (
 	"aicli.dev/aicli/guest/sidechannel"
 	"aicli.dev/aicli/guest/sidechannel/wire"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/gateway/gatewaytest"
 	"aicli.dev/aicli/internal/liveguest"
 )
-
-// memTokens is a map-backed gateway.TokenStore.
-type memTokens struct {
-	mu sync.Mutex
-	kv map[string][]byte
-}
-
-func (m *memTokens) PutKV(_ context.Context, bucket, key string, val []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.kv[bucket+"/"+key] = bytes.Clone(val)
-	return nil
-}
-
-func (m *memTokens) TakeKV(_ context.Context, bucket, key string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.kv[bucket+"/"+key]
-	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, bucket+"/"+key)
-	}
-	delete(m.kv, bucket+"/"+key)
-	return v, nil
-}
 
 // fakePTY is the guest's side: a PTY whose status the test sets. Only
 // Status and (for pushFakePTY) WatchStatus are implemented.
@@ -120,7 +94,7 @@ func newHarness(t *testing.T, p ptyapi.PTY) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	gw, err := gateway.New(gateway.Options{DataDir: t.TempDir(), Tokens: &memTokens{kv: map[string][]byte{}},
+	gw, err := gateway.New(gateway.Options{DataDir: t.TempDir(), Tokens: gatewaytest.NewTokens(),
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
