@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"aicli.dev/aicli/guest/egress/egresswire"
 	"context"
 	"fmt"
 	"io"
@@ -24,9 +23,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"aicli.dev/aicli/e2e/framework"
+	"aicli.dev/aicli/guest/egress/egresswire"
 	"aicli.dev/aicli/images"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/gateway/gatewaytest"
 	"aicli.dev/aicli/internal/imagebuild"
 )
 
@@ -60,7 +61,7 @@ var _ = Describe("Default-deny egress", Ordered, Label("egress"), func() {
 		server, err = egress.NewServer(egress.Options{Denied: denials.add, Logger: suite.Logger})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(server.Close)
-		gw, err = gateway.New(gateway.Options{DataDir: GinkgoT().TempDir(), Tokens: newMemTokens(),
+		gw, err = gateway.New(gateway.Options{DataDir: GinkgoT().TempDir(), Tokens: gatewaytest.NewTokens(),
 			Logger: suite.Logger, GuestStreams: server})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(gw.Close)

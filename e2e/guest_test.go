@@ -24,13 +24,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"aicli.dev/aicli/e2e/framework"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyclient"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/gateway/gatewaytest"
 	rt "aicli.dev/aicli/internal/runtime"
 )
 
@@ -283,35 +282,7 @@ func supervisedSpec(base rt.ContainerSpec, l *gateway.Launch, home string) rt.Co
 
 // newGuestGateway starts a gateway on dataDir with an in-memory token store.
 func newGuestGateway(dataDir string, log *slog.Logger) (*gateway.Gateway, error) {
-	return gateway.New(gateway.Options{DataDir: dataDir, Tokens: newMemTokens(), Logger: log})
-}
-
-// memTokens is an in-memory gateway.TokenStore: TakeKV is an atomic get+delete and reports absence as NotFound.
-type memTokens struct {
-	mu sync.Mutex
-	kv map[string][]byte
-}
-
-func newMemTokens() *memTokens { return &memTokens{kv: map[string][]byte{}} }
-
-// PutKV implements gateway.TokenStore.
-func (m *memTokens) PutKV(_ context.Context, bucket, key string, val []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.kv[bucket+"/"+key] = bytes.Clone(val)
-	return nil
-}
-
-// TakeKV implements gateway.TokenStore.
-func (m *memTokens) TakeKV(_ context.Context, bucket, key string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.kv[bucket+"/"+key]
-	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, bucket+"/"+key)
-	}
-	delete(m.kv, bucket+"/"+key)
-	return v, nil
+	return gateway.New(gateway.Options{DataDir: dataDir, Tokens: gatewaytest.NewTokens(), Logger: log})
 }
 
 // statusOf polls the CLI's execution status.

@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"bytes"
 	"context"
 	"errors"
@@ -19,14 +18,14 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"aicli.dev/aicli/guest/daemon"
 	"aicli.dev/aicli/guest/internal/testenv"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/ptyclient"
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/gateway/gatewaytest"
 )
 
 var (
@@ -175,30 +174,6 @@ func TestSIGTERMStopsTheCLIAndExitsZero(t *testing.T) {
 	}
 }
 
-// memTokens is a map-backed gateway.TokenStore (the seam the supervisor backs with pebble).
-type memTokens struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (s *memTokens) PutKV(_ context.Context, bucket, key string, val []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[bucket+"/"+key] = append([]byte(nil), val...)
-	return nil
-}
-
-func (s *memTokens) TakeKV(_ context.Context, bucket, key string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[bucket+"/"+key]
-	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, bucket+"/"+key)
-	}
-	delete(s.m, bucket+"/"+key)
-	return v, nil
-}
-
 // supervised is one guest process dialled in to an in-process gateway.
 type supervised struct {
 	client       *ptyclient.Client
@@ -219,7 +194,7 @@ func startSupervised(ctx context.Context, t *testing.T, conv string, env ...stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
-	gw, err := gateway.New(gateway.Options{DataDir: dataDir, Tokens: &memTokens{m: map[string][]byte{}}})
+	gw, err := gateway.New(gateway.Options{DataDir: dataDir, Tokens: gatewaytest.NewTokens()})
 	if err != nil {
 		t.Fatal(err)
 	}

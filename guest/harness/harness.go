@@ -74,7 +74,19 @@ type DeliveryPolicy struct {
 	// must hold before it counts (the status stays STARTING until then), for
 	// a CLI that draws a ready-looking screen before it is ready. 0: at once.
 	StartupSettle time.Duration
+	// ReactWithin is how long after a message was submitted the CLI may still
+	// look idle and yet be starting its turn. The status stays BUSY from the
+	// message's acceptance until the CLI has been seen busy (or waiting) and
+	// idle again; a message the CLI is never seen react to counts as handled
+	// without a turn once ReactWithin has passed and its idle screen has been
+	// quiet for a moment (at the latest after three times ReactWithin).
+	// 0: DefaultReactWithin.
+	ReactWithin time.Duration
 }
+
+// DefaultReactWithin is DeliveryPolicy.ReactWithin when unset: the CLIs
+// driven so far show busy well within it.
+const DefaultReactWithin = time.Second
 
 // TranscriptEntry is one attributed utterance parsed from a native session
 // store: the contract's entry plus the provider ids where the store has them.
@@ -162,6 +174,15 @@ func SanitizePaste(text string) string {
 // variables that express p in the CLI's own terms (names, URL suffixes).
 type ProviderEnvMapper interface {
 	ProviderEnv(p ptyapi.ProviderAccess) map[string]string
+}
+
+// StartScreener is implemented by adapters whose CLI keeps showing its
+// idle-looking start screen for a while after the first message of a session
+// was submitted (OpenCode, until the session exists). IsStartScreen reports
+// whether s is that screen: on it a submitted message's turn has not ended,
+// whatever was drawn since the submission.
+type StartScreener interface {
+	IsStartScreen(s ptyapi.Screen) bool
 }
 
 // StoreFollower is implemented by adapters whose CLI keeps its transcript in

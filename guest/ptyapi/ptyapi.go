@@ -13,7 +13,11 @@ import (
 type ExecutionStatus string
 
 const (
-	// StatusBusy: the CLI is working on a turn (spinner, "esc to interrupt", streaming reply).
+	// StatusBusy: the CLI is working on a turn (spinner, "esc to interrupt",
+	// streaming reply), or a message was accepted by SendMessage and the CLI's
+	// turn for it has not ended yet (it is queued, being typed, or the CLI has
+	// not reacted to it yet): an accepted message is never followed by IDLE
+	// before its reply.
 	StatusBusy ExecutionStatus = "BUSY"
 	// StatusIdle: the CLI shows its input prompt and accepts a new message.
 	StatusIdle ExecutionStatus = "IDLE"
@@ -109,8 +113,9 @@ type StatusInfo struct {
 	Harness   string          `json:"harness,omitempty"`
 	SessionID string          `json:"sessionId,omitempty"`
 	// PendingMessages counts SendMessage calls accepted but not yet delivered.
-	PendingMessages int       `json:"pendingMessages"`
-	Since           time.Time `json:"since"`
+	PendingMessages int `json:"pendingMessages"`
+	// Since is when Status last changed (or the CLI started).
+	Since time.Time `json:"since"`
 }
 
 // QuotaMetric is one quota the CLI reports (tokens, requests or a percentage).
@@ -172,6 +177,18 @@ const (
 	RoleTool      = "tool"
 	RoleSystem    = "system"
 )
+
+// StatusWatcher is implemented by PTYs that push status changes: fn gets the
+// current status first, then the status after every change of any of its
+// fields but Since, until ctx ends or fn returns an error (returned as is).
+// Changes are coalesced: while fn runs, further changes collapse into the
+// latest status, so a slow fn skips intermediate states, never the last one.
+// The stream does not end when the CLI exits (EXITED is a status like the
+// others); a nil return means the implementation ended it cleanly (e.g. the
+// serving end shut down) and a caller that still wants changes watches again.
+type StatusWatcher interface {
+	WatchStatus(ctx context.Context, fn func(StatusInfo) error) error
+}
 
 // TranscriptFollower is implemented by PTYs that can stream the CLI's native
 // transcript: every entry of the current session from its beginning, then

@@ -26,6 +26,7 @@ type Client struct {
 var (
 	_ ptyapi.PTY                = (*Client)(nil)
 	_ ptyapi.TranscriptFollower = (*Client)(nil)
+	_ ptyapi.StatusWatcher      = (*Client)(nil)
 )
 
 // New returns a client for the guest at baseURL (e.g. "http://guest"; with a
@@ -175,25 +176,43 @@ func (b *streamBody) Close() error { return b.resp.Body.Close() }
 // NDJSON transcript stream. It returns fn's error, the guest's error (typed),
 // ctx's error, or nil when the guest ended the stream cleanly.
 func (c *Client) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEntry) error) error {
+	return followNDJSON(ctx, c, server.PathTranscript, fn)
+}
+
+// WatchStatus implements ptyapi.StatusWatcher over the guest's NDJSON status
+// stream. It returns fn's error, the guest's error (typed; a guest too old to
+// serve the stream is ptyapi.ErrUnsupported), ctx's error, or nil when the
+// guest ended the stream cleanly.
+func (c *Client) WatchStatus(ctx context.Context, fn func(ptyapi.StatusInfo) error) error {
+	return followNDJSON(ctx, c, server.PathStatusWatch, fn)
+}
+
+// followNDJSON reads the guest's NDJSON stream at path, one T per line, and
+// hands each to fn.
+func followNDJSON[T any](ctx context.Context, c *Client, path string, fn func(T) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+server.PathTranscript, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return fmt.Errorf("build transcript request: %w", err)
+		return fmt.Errorf("build %s request: %w", path, err)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("guest %s: %w", server.PathTranscript, err)
+		return fmt.Errorf("guest %s: %w", path, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		// No contract error maps to 404: the guest does not know the route.
+		return fmt.Errorf("guest %s: %w", path, ptyapi.Errorf(ptyapi.ErrUnsupported, "the guest does not serve it"))
+	}
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-		return fmt.Errorf("guest %s: %w", server.PathTranscript, server.ErrorFromBody(resp.StatusCode, data))
+		return fmt.Errorf("guest %s: %w", path, server.ErrorFromBody(resp.StatusCode, data))
 	}
-	dec := json.NewDecoder(&streamBody{resp: resp, path: server.PathTranscript})
+	dec := json.NewDecoder(&streamBody{resp: resp, path: path})
 	for {
-		var e ptyapi.TranscriptEntry
-		if err := dec.Decode(&e); err != nil {
+		var v T
+		if err := dec.Decode(&v); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -204,9 +223,9 @@ func (c *Client) FollowTranscript(ctx context.Context, fn func(ptyapi.Transcript
 			if errors.As(err, &ce) {
 				return err // already names the path
 			}
-			return fmt.Errorf("guest %s: %w", server.PathTranscript, err)
+			return fmt.Errorf("guest %s: %w", path, err)
 		}
-		if err := fn(e); err != nil {
+		if err := fn(v); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,9 @@ func (h *Host) SendMessage(ctx context.Context, text string) error {
 		return ptyapi.ErrExited
 	}
 	h.queue = append(h.queue, text)
-	h.notifyLocked()
+	// From here until the CLI's turn for text has ended the status is not
+	// IDLE; the change is pushed before the caller learns of the acceptance.
+	h.refreshLocked()
 	return nil
 }
 
@@ -44,7 +46,9 @@ func (h *Host) deliverLoop() {
 		h.mu.Lock()
 		h.inflight = false
 		h.lastDeliver = time.Now()
-		h.notifyLocked()
+		// A delivered message opens its turn; a failed one has none to wait for.
+		h.turnOpen, h.turnStart = err == nil, h.lastDeliver
+		h.refreshLocked()
 		h.mu.Unlock()
 		if err != nil {
 			h.log.Warn("message delivery failed", "err", err, "bytes", len(text))
@@ -98,7 +102,7 @@ func (h *Host) nextMessage() (string, bool) {
 // wait before asking again (0 = until the next change). Called with h.mu held.
 func (h *Host) readyLocked(now time.Time) (time.Duration, bool) {
 	settle := h.policy.SettleAfterSubmit
-	st := h.status
+	st := h.screen
 	// The status must reflect all output received so far.
 	if h.evalSeq != h.inSeq.Load() {
 		return 0, false
@@ -138,7 +142,7 @@ func (h *Host) deliver(text string) error {
 			// Output from here on is the CLI's reaction to the submission.
 			h.mu.Lock()
 			h.deliverSeq = h.inSeq.Load()
-			h.sawNonIdle = false
+			h.sawNonIdle, h.sawTurn = false, false
 			h.mu.Unlock()
 		}
 		if err := h.writeInputLocked(c.Data); err != nil {

@@ -128,9 +128,17 @@ type Host struct {
 	pid         int
 	exitCode    *int
 	stopAsked   bool // Stop was called: the exit was requested, not a crash
-	status      ptyapi.ExecutionStatus
-	since       time.Time
-	known       bool // a cue was ever recognised
+	launchedAt  time.Time
+	// screen is the status classified from the rendered screen; status is
+	// the reported one (screen, but BUSY instead of IDLE while an accepted
+	// message's turn is open, see status.go) and since when it last changed.
+	screen ptyapi.ExecutionStatus
+	status ptyapi.ExecutionStatus
+	since  time.Time
+	known  bool // a cue was ever recognised
+	// startScreen: the IDLE screen is the CLI's start screen
+	// (harness.StartScreener), on which no turn has ended.
+	startScreen bool
 	// settled is set once an IDLE screen has held for the policy's
 	// StartupSettle; startIdle is when the current candidate began, and
 	// settleTimer asks for the evaluation that will find it has.
@@ -144,9 +152,25 @@ type Host struct {
 	deliverSeq  uint64
 	evalSeq     uint64
 	sawNonIdle  bool
-	changed     chan struct{} // closed and replaced on every status change
-	subs        map[*subscriber]struct{}
-	outputEnded bool // the PTY reader has stopped; no more subscribers
+	// sawTurn: since the last submission the screen showed a recognised
+	// busy or waiting cue (not a guess on a screen without cues).
+	sawTurn bool
+	// turnOpen is set when a message has been delivered and the CLI's turn
+	// for it has not been seen to end; turnStart is when its delivery ended.
+	turnOpen  bool
+	turnStart time.Time
+	// cue is the last screen status read from a recognised cue; guess is set
+	// while the screen has none (BUSY as a guess), since guessSince.
+	cue        ptyapi.ExecutionStatus
+	guess      bool
+	guessSince time.Time
+	// refreshTimer refreshes the reported status at refreshAt, when a rule
+	// of status.go can change it with time alone.
+	refreshTimer *time.Timer
+	refreshAt    time.Time
+	changed      chan struct{} // closed and replaced on every status change and evaluation
+	subs         map[*subscriber]struct{}
+	outputEnded  bool // the PTY reader has stopped; no more subscribers
 
 	ptmx    *os.File
 	writeMu sync.Mutex
@@ -204,7 +228,7 @@ func New(opts Options) (*Host, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Host{
-		opts: opts, log: log, status: ptyapi.StatusStarting, since: time.Now(),
+		opts: opts, log: log, screen: ptyapi.StatusStarting, status: ptyapi.StatusStarting, since: time.Now(),
 		changed: make(chan struct{}), subs: map[*subscriber]struct{}{},
 		evalSig: make(chan struct{}, 1), started: make(chan struct{}), done: make(chan struct{}), readEnd: make(chan struct{}),
 		stopCh: make(chan struct{}), emuQ: newBacklog(emuBacklogBytes), emuEnd: make(chan struct{}),
@@ -284,19 +308,21 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	h.sessionID = launch.SessionID
 	h.workDir = req.WorkDir
 	h.state = stateRunning
-	h.since = time.Now()
+	h.launchedAt = time.Now()
+	h.since = h.launchedAt
 	h.emu = vtscreen.New(req.Cols, req.Rows, h.queueReply)
 	if h.opts.Mirror != nil {
 		h.mirror = nbwriter.New(h.opts.Mirror, h.opts.MirrorBuffer)
 	}
 	close(h.started)
+	h.notifyLocked()
 	go h.answerQueries()
 	go h.readLoop()
 	go h.emuLoop()
 	go h.evalLoop()
 	go h.deliverLoop()
 	if launch.SessionID == "" {
-		go h.discoverSession(adapter, lreq, h.since)
+		go h.discoverSession(adapter, lreq, h.launchedAt)
 	}
 	h.log.Info("cli started", "harness", adapter.Name(), "pid", h.pid, "sessionId", launch.SessionID,
 		"resumed", launch.Resumed, "cols", req.Cols, "rows", req.Rows)
@@ -547,7 +573,10 @@ func (h *Host) waitExit(wait func() (syscall.WaitStatus, error)) {
 	h.exitCode = &code
 	dropped := len(h.queue)
 	h.queue = nil
-	h.setStatusLocked(ptyapi.StatusExited)
+	h.setScreenLocked(ptyapi.StatusExited)
+	if h.refreshTimer != nil {
+		h.refreshTimer.Stop()
+	}
 	h.mu.Unlock()
 	// Leftovers in the CLI's process group (tools it started) go with it.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -692,6 +721,7 @@ func (h *Host) tryDiscover(a harness.Adapter, req harness.LaunchRequest, since t
 	if h.sessionID == "" {
 		h.sessionID = id
 		h.log.Info("session discovered", "sessionId", id)
+		h.notifyLocked()
 	}
 	h.mu.Unlock()
 	return true

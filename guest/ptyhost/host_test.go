@@ -98,7 +98,11 @@ func TestQueuedMessagesAreWholeAndHeldUntilIdle(t *testing.T) {
 	if err := h.SendMessage(ctx, "first !slow"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, h, ptyapi.StatusBusy)
+	// BUSY from the acceptance on; wait until the slow turn runs.
+	eventually(t, 10*time.Second, "the slow turn delivered", func() bool {
+		st := status(t, h)
+		return st.Status == ptyapi.StatusBusy && st.PendingMessages == 0
+	})
 
 	const senders = 10
 	texts := make([]string, senders)
@@ -486,7 +490,11 @@ func TestAcceptsQueuedInputDeliversWhileBusy(t *testing.T) {
 	if err := h.SendMessage(ctx, "first !slow"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, h, ptyapi.StatusBusy)
+	// BUSY from the acceptance on; wait until the slow turn runs.
+	eventually(t, 10*time.Second, "the slow turn delivered", func() bool {
+		st := status(t, h)
+		return st.Status == ptyapi.StatusBusy && st.PendingMessages == 0
+	})
 	if err := h.SendMessage(ctx, "second"); err != nil {
 		t.Fatal(err)
 	}

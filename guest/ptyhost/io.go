@@ -156,7 +156,12 @@ func (h *Host) evalLoop() {
 		last, lastBytes = time.Now(), h.emuBytes.Load()
 		scr, seq := h.render()
 		st, ok := h.adapter.Classify(scr)
+		startScreen := false
+		if ss, is := h.adapter.(harness.StartScreener); is && ok && st == ptyapi.StatusIdle {
+			startScreen = ss.IsStartScreen(scr)
+		}
 		h.mu.Lock()
+		h.startScreen = startScreen
 		if h.state == stateRunning {
 			if !ok {
 				// No cue: before the first one the CLI is starting; after, hold
@@ -164,17 +169,23 @@ func (h *Host) evalLoop() {
 				st = ptyapi.StatusStarting
 				if h.known {
 					st = ptyapi.StatusBusy
+					if !h.guess {
+						h.guess, h.guessSince = true, time.Now()
+					}
 				}
 			} else {
-				h.known = true
+				h.known, h.guess = true, false
 			}
 			st = h.settleStartLocked(st)
+			if ok {
+				h.cue = st
+			}
 			h.evalSeq = seq
 			if st != ptyapi.StatusIdle && seq > h.deliverSeq {
 				h.sawNonIdle = true
+				h.sawTurn = h.sawTurn || ok
 			}
-			h.setStatusLocked(st)
-			h.notifyLocked()
+			h.setScreenLocked(st)
 		}
 		h.mu.Unlock()
 	}
@@ -212,22 +223,6 @@ func (h *Host) settleStartLocked(st ptyapi.ExecutionStatus) ptyapi.ExecutionStat
 		h.settleTimer.Reset(wait)
 	}
 	return ptyapi.StatusStarting
-}
-
-// setStatusLocked records a status change. Called with h.mu held.
-func (h *Host) setStatusLocked(st ptyapi.ExecutionStatus) {
-	if st != h.status {
-		h.log.Debug("status", "from", h.status, "to", st)
-		h.status = st
-		h.since = time.Now()
-	}
-	h.notifyLocked()
-}
-
-// notifyLocked wakes everyone waiting on h.changed. Called with h.mu held.
-func (h *Host) notifyLocked() {
-	close(h.changed)
-	h.changed = make(chan struct{})
 }
 
 // render snapshots the emulator screen and the output sequence it reflects.
@@ -340,39 +335,6 @@ func (h *Host) requireStarted() error {
 		return ptyapi.ErrNotStarted
 	}
 	return nil
-}
-
-// Status implements ptyapi.PTY.
-func (h *Host) Status(ctx context.Context) (ptyapi.StatusInfo, error) {
-	h.mu.Lock()
-	undiscovered := h.state == stateRunning && h.sessionID == "" && h.adapter != nil
-	a, home, workDir, since := h.adapter, h.opts.Home, h.workDir, h.since
-	h.mu.Unlock()
-	if undiscovered {
-		// The supervisor reads the status before a pause: make sure it learns
-		// a session id the CLI has written since the last background poll.
-		h.tryDiscover(a, harness.LaunchRequest{Home: home, WorkDir: workDir}, since)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.status
-	if st == ptyapi.StatusIdle && h.evalSeq != h.inSeq.Load() {
-		// Output has arrived that the screen (or its evaluation) does not
-		// reflect yet: an idle screen may be stale.
-		st = ptyapi.StatusBusy
-	}
-	info := ptyapi.StatusInfo{
-		Status: st, Alive: h.state == stateRunning, Harness: h.harnessName, SessionID: h.sessionID,
-		PendingMessages: len(h.queue), Since: h.since,
-	}
-	if h.inflight {
-		info.PendingMessages++
-	}
-	if h.exitCode != nil {
-		c := *h.exitCode
-		info.ExitCode = &c
-	}
-	return info, nil
 }
 
 // Quota implements ptyapi.PTY.

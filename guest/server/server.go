@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ const (
 	PathStream      = "/v1/stream"       // GET → application/octet-stream, raw PTY bytes until EOF
 	PathStop        = "/v1/stop"         // POST
 	PathTranscript  = "/v1/transcript"   // GET → application/x-ndjson, one ptyapi.TranscriptEntry per line
+	PathStatusWatch = "/v1/status/watch" // GET → application/x-ndjson, one ptyapi.StatusInfo per line
 	PathHealth      = "/v1/healthz"      // GET → 200
 )
 
@@ -83,6 +85,7 @@ func NewHandler(p ptyapi.PTY, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET "+PathStream, s.stream)
 	mux.HandleFunc("POST "+PathStop, s.stop)
 	mux.HandleFunc("GET "+PathTranscript, s.transcript)
+	mux.HandleFunc("GET "+PathStatusWatch, s.statusWatch)
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
 }
@@ -226,16 +229,33 @@ func (s *srv) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// transcript streams the CLI's native transcript as NDJSON, one entry per
-// line, flushed as entries arrive. Headers are sent with the first entry, so
-// an immediate failure (e.g. unsupported) is still a JSON error reply; a
-// failure after that ends the stream with the TrailerStreamError trailer.
+// transcript streams the CLI's native transcript as NDJSON, one entry per line.
 func (s *srv) transcript(w http.ResponseWriter, r *http.Request) {
 	f, ok := s.p.(ptyapi.TranscriptFollower)
 	if !ok {
 		s.fail(w, r, ptyapi.Errorf(ptyapi.ErrUnsupported, "this PTY does not follow transcripts"))
 		return
 	}
+	serveNDJSON(s, w, r, "transcript", f.FollowTranscript)
+}
+
+// statusWatch streams the CLI's status as NDJSON: the current one, then one
+// line per change.
+func (s *srv) statusWatch(w http.ResponseWriter, r *http.Request) {
+	sw, ok := s.p.(ptyapi.StatusWatcher)
+	if !ok {
+		s.fail(w, r, ptyapi.Errorf(ptyapi.ErrUnsupported, "this PTY does not push status changes"))
+		return
+	}
+	serveNDJSON(s, w, r, "status", sw.WatchStatus)
+}
+
+// serveNDJSON streams the values follow hands its callback as NDJSON, one per
+// line, each flushed at once. Headers are sent with the first value, so an
+// immediate failure (e.g. unsupported) is still a JSON error reply; a failure
+// after that ends the stream with the TrailerStreamError trailer.
+func serveNDJSON[T any](s *srv, w http.ResponseWriter, r *http.Request, what string,
+	follow func(context.Context, func(T) error) error) {
 	rctl := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
 	started := false
@@ -250,11 +270,11 @@ func (s *srv) transcript(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return rctl.Flush()
 	}
-	err := f.FollowTranscript(r.Context(), func(e ptyapi.TranscriptEntry) error {
+	err := follow(r.Context(), func(v T) error {
 		if err := start(); err != nil {
 			return err
 		}
-		if err := enc.Encode(e); err != nil {
+		if err := enc.Encode(v); err != nil {
 			return err
 		}
 		return rctl.Flush()
@@ -267,7 +287,7 @@ func (s *srv) transcript(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.log.Info("transcript stream cut", "err", err)
+	s.log.Info(what+" stream cut", "err", err)
 	w.Header().Set(TrailerStreamError, string(ptyapi.CodeOf(err)))
 }
 

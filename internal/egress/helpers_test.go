@@ -1,7 +1,6 @@
 package egress_test
 
 import (
-	"aicli.dev/aicli/guest/egress/egresswire"
 	"bytes"
 	"context"
 	"log/slog"
@@ -12,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	guestegress "aicli.dev/aicli/guest/egress"
+	"aicli.dev/aicli/guest/egress/egresswire"
 	"aicli.dev/aicli/guest/sidechannel"
 	"aicli.dev/aicli/guest/sidechannel/wire"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/gateway/gatewaytest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
@@ -38,30 +36,6 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// memTokens is a map-backed gateway.TokenStore.
-type memTokens struct {
-	mu sync.Mutex
-	kv map[string][]byte
-}
-
-func (m *memTokens) PutKV(_ context.Context, b, k string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.kv[b+"/"+k] = v
-	return nil
-}
-
-func (m *memTokens) TakeKV(_ context.Context, b, k string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.kv[b+"/"+k]
-	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "aicli.dev", Resource: "kv"}, k)
-	}
-	delete(m.kv, b+"/"+k)
-	return v, nil
 }
 
 // denial is one Denied callback.
@@ -140,7 +114,7 @@ func newEnv(t testing.TB, opts egress.Options) *env {
 	e.server = srv
 	t.Cleanup(func() { _ = e.server.Close() })
 	dir := t.TempDir()
-	gw, err := gateway.New(gateway.Options{DataDir: dir, Tokens: &memTokens{kv: map[string][]byte{}}, Logger: log,
+	gw, err := gateway.New(gateway.Options{DataDir: dir, Tokens: gatewaytest.NewTokens(), Logger: log,
 		GuestStreams: e.server})
 	if err != nil {
 		t.Fatal(err)

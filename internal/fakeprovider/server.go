@@ -68,7 +68,32 @@ type Request struct {
 	Body   []byte      `json:"-"`
 	// Time is when the request arrived.
 	Time time.Time `json:"time"`
+	// Ended is when the server had written the whole reply (for a stream,
+	// its last event); zero while the reply is still being written.
+	Ended time.Time `json:"ended,omitzero"`
+
+	end *endMark // set by Handler's wrapper when the handler returns
 }
+
+// endMark is when one request's handler returned.
+type endMark struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (m *endMark) set(t time.Time) {
+	m.mu.Lock()
+	m.at = t
+	m.mu.Unlock()
+}
+
+func (m *endMark) get() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.at
+}
+
+type endMarkKey struct{}
 
 // LastUserText returns the text of the last user message, or "".
 func (r Request) LastUserText() string {
@@ -249,7 +274,13 @@ func (s *Server) SetUsage(u *Usage) {
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
+	out := append([]Request(nil), s.reqs...)
+	for i := range out {
+		if out[i].end != nil {
+			out[i].Ended = out[i].end.get()
+		}
+	}
+	return out
 }
 
 // Conversations returns the logged requests that carried a conversation (the
@@ -274,7 +305,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.openaiModels)
 	mux.HandleFunc("POST /{version}/models/{call}", s.gemini)
 	mux.HandleFunc("/", s.unknown)
-	return mux
+	// Every request's log record learns when its handler returned: the
+	// whole reply (every streamed event, each flushed) has been written.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := &endMark{}
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endMarkKey{}, m)))
+		m.set(time.Now())
+	})
 }
 
 // settings snapshots the mutable options.
@@ -294,8 +331,9 @@ func newRequest(api API, op string, r *http.Request) (Request, error) {
 	if err != nil {
 		return Request{}, fmt.Errorf("read body: %w", err)
 	}
+	m, _ := r.Context().Value(endMarkKey{}).(*endMark)
 	return Request{API: api, Op: op, Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(),
-		Body: body, Time: time.Now()}, nil
+		Body: body, Time: time.Now(), end: m}, nil
 }
 
 // record appends req to the log and returns an id suffix unique to this server

@@ -307,6 +307,11 @@ func TestTokenDelayStreamsIncrementally(t *testing.T) {
 			t.Errorf("delta %d arrived %v after the previous one, want ≈%v", i, gap, delay)
 		}
 	}
+	// The log knows when the stream ended: after the last token was sent.
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Ended.Before(reqs[0].Time.Add(4*delay)) || reqs[0].Ended.After(time.Now()) {
+		t.Fatalf("request %v … ended %v, want after its four delays and before now", reqs[0].Time, reqs[0].Ended)
+	}
 }
 
 func TestUnknownPathsAreLoggedAnd404(t *testing.T) {

@@ -2,6 +2,7 @@ package liveguest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -23,18 +24,27 @@ type Gateway interface {
 	Release(conversationID string) error
 }
 
-// statusPollInterval is how often a live guest's execution status is read.
-const statusPollInterval = 200 * time.Millisecond
+// A live guest pushes its status changes (ptyapi.StatusWatcher); when the
+// stream ends on a live connection it is watched again after a pause that
+// grows from rewatchMin to rewatchMax (back to rewatchMin once a stream has
+// lasted rewatchMax). Only a guest that does not push (one from before the
+// stream) has its status read every statusPollInterval instead.
+const (
+	rewatchMin         = 50 * time.Millisecond
+	rewatchMax         = 2 * time.Second
+	statusPollInterval = 200 * time.Millisecond
+)
 
 // DefaultDialTimeout bounds the wait for a prepared or adopted container's
 // guest to complete its handshake.
 const DefaultDialTimeout = 20 * time.Second
 
 // Registry tracks the live guest connection of every running conversation:
-// it waits for guests to dial in, watches their execution status, and asks
-// for a reconcile whenever something changes. It never writes the store.
-// The conversation controller drives it; the API's send, screen and attach
-// read live PTYs from it.
+// it waits for guests to dial in, follows the execution status each guest
+// pushes over the side channel (reading it only from a guest too old to
+// push), and asks for a reconcile whenever something changes. It never
+// writes the store. The conversation controller drives it; the API's send,
+// screen and attach read live PTYs from it.
 type Registry struct {
 	Gateway Gateway
 	// DialTimeout bounds a background wait for a guest (default DefaultDialTimeout).
@@ -180,37 +190,98 @@ func (s *Registry) attachLocked(sess *session, uid string, conn *gateway.GuestCo
 	}
 }
 
-// watch polls the guest's status and asks for a reconcile on every change
-// and when the connection drops.
+// watch follows the guest's pushed status and asks for a reconcile on every
+// change, and when the connection drops.
 func (s *Registry) watch(ctx context.Context, key types.NamespacedName, uid string, conn *gateway.GuestConn, pty ptyapi.PTY) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-conn.Done():
+			cancel()
+		}
+	}()
+	observe := func(info ptyapi.StatusInfo) error {
+		s.observe(key, uid, conn, info)
+		return nil
+	}
+	w, push := pty.(ptyapi.StatusWatcher)
+	pause := rewatchMin
+	for ctx.Err() == nil {
+		if !push {
+			pollStatus(ctx, pty, observe)
+			break
+		}
+		began := time.Now()
+		err := w.WatchStatus(ctx, observe)
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, ptyapi.ErrUnsupported):
+			s.log().Info("guest does not push its status: reading it every "+statusPollInterval.String(),
+				"conversation", key.String())
+			push = false
+			continue
+		default:
+			s.log().Debug("guest status stream ended; watching again", "conversation", key.String(), "err", err)
+		}
+		if time.Since(began) >= rewatchMax {
+			pause = rewatchMin
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, rewatchMax)
+	}
+	select {
+	case <-conn.Done():
+		s.Changed(key)
+	default:
+	}
+}
+
+// pollStatus reads the guest's status every statusPollInterval until ctx
+// ends: the fallback for a guest that does not push.
+func pollStatus(ctx context.Context, pty ptyapi.PTY, fn func(ptyapi.StatusInfo) error) {
 	t := time.NewTicker(statusPollInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-conn.Done():
-			s.Changed(key)
-			return
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		info, err := pty.Status(rctx)
 		cancel()
-		if err != nil {
-			continue
-		}
-		s.mu.Lock()
-		sess := s.m[uid]
-		changed := sess != nil && sess.conn == conn && (!sess.hasInfo || statusChanged(sess.info, info))
-		if changed {
-			sess.info, sess.hasInfo = info, true
-		}
-		s.mu.Unlock()
-		if changed {
-			s.Changed(key)
+		if err == nil {
+			_ = fn(info)
 		}
 	}
+}
+
+// observe records a status the guest reported over conn and asks for a
+// reconcile when it changed in a way the conversation's status shows.
+func (s *Registry) observe(key types.NamespacedName, uid string, conn *gateway.GuestConn, info ptyapi.StatusInfo) {
+	s.mu.Lock()
+	sess := s.m[uid]
+	current := sess != nil && sess.conn == conn
+	changed := current && (!sess.hasInfo || statusChanged(sess.info, info))
+	if current {
+		sess.info, sess.hasInfo = info, true
+	}
+	s.mu.Unlock()
+	if changed {
+		s.Changed(key)
+	}
+}
+
+func (s *Registry) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
 }
 
 func statusChanged(a, b ptyapi.StatusInfo) bool {

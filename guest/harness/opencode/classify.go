@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
@@ -20,6 +21,9 @@ const (
 	// ReplyMark starts the footer line of an assistant message
 	// ("▣  Build · <model>", with " · <duration>" once the message is done).
 	ReplyMark = "▣"
+	// LogoRow is the top row of the "opencode" logo, drawn only on the start
+	// screen.
+	LogoRow = "█▀▀█ █▀▀█ █▀▀█ █▀▀▄"
 )
 
 // doneRE matches the duration OpenCode appends to a finished message's footer.
@@ -89,4 +93,19 @@ func (a *Adapter) Classify(s ptyapi.Screen) (ptyapi.ExecutionStatus, bool) {
 		return ptyapi.StatusIdle, true
 	}
 	return ptyapi.StatusBusy, true
+}
+
+var _ harness.StartScreener = (*Adapter)(nil)
+
+// IsStartScreen implements harness.StartScreener: the logo above the input
+// box. OpenCode 1.18.33 keeps it on the screen after the first message of a
+// session is submitted until the session exists (1.5–3 s on a loaded 2-core
+// machine), with the input box empty again: IDLE to Classify.
+func (a *Adapter) IsStartScreen(s ptyapi.Screen) bool {
+	for _, l := range s.Lines {
+		if strings.Contains(l, LogoRow) {
+			return true
+		}
+	}
+	return false
 }

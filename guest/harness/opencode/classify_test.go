@@ -108,3 +108,18 @@ func TestClassifySlowStreamNeverIdleEarly(t *testing.T) {
 		t.Fatalf("%d streaming frames, last frame %q; want several, then IDLE", partial, last)
 	}
 }
+
+func TestIsStartScreen(t *testing.T) {
+	a := New(Options{})
+	for file, want := range map[string]bool{
+		"idle-startup.txt":              true,
+		"busy-submitted-no-spinner.txt": true, // text in the start screen's input box
+		"idle-after-reply.txt":          false,
+		"idle-resumed.txt":              false,
+		"busy-resume-loading.txt":       false,
+	} {
+		if got := a.IsStartScreen(harnesstest.LoadScreen(t, file)); got != want {
+			t.Errorf("%s: IsStartScreen = %v, want %v", file, got, want)
+		}
+	}
+}

@@ -186,9 +186,12 @@ func (a *Adapter) FormatMessage(text string) []harness.Chunk {
 	return harness.BracketedPaste(text, a.opts.PasteEnterPause)
 }
 
-// Delivery implements harness.Adapter.
+// Delivery implements harness.Adapter. The first message of a session is
+// answered from the start screen, which looks idle until the session exists
+// (see IsStartScreen): a turn that never leaves it ends after ReactWithin.
 func (a *Adapter) Delivery() harness.DeliveryPolicy {
-	return harness.DeliveryPolicy{AcceptsQueuedInput: false, SettleAfterSubmit: 100 * time.Millisecond}
+	return harness.DeliveryPolicy{AcceptsQueuedInput: false, SettleAfterSubmit: 100 * time.Millisecond,
+		ReactWithin: 10 * time.Second}
 }
 
 // Quota implements harness.Adapter: OpenCode shows no quota with an API key.
