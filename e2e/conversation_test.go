@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +62,36 @@ var _ = Describe("Conversations from stored definitions", Label("conversations")
 		Expect(sup.send(ctx, conv, "too late")).To(MatchError(ContainSubstring("Archived")))
 		Expect(len(sup.transcript(ctx, conv))).To(BeNumerically(">=", 4), "the archived transcript stays readable")
 	}, SpecTimeout(5*time.Minute))
+
+	It("never reads IDLE right after an accepted send, and records every turn as BUSY", func(ctx SpecContext) {
+		sup.apply(ctx, fakeAgent("quick"))
+		conv := sup.start(ctx, "quick")
+		sup.waitState(ctx, conv, "Active", "IDLE", 2*time.Minute)
+		const turns = 5
+		for i := 1; i <= turns; i++ {
+			text := fmt.Sprintf("turn %d", i)
+			Expect(sup.send(ctx, conv, text)).To(Succeed())
+			Expect(field(sup.conversation(ctx, conv), "status", "execution")).NotTo(Equal("IDLE"),
+				"a read right after the accepted send of %q", text)
+			sup.waitReply(ctx, conv, fmt.Sprintf("fake[turn %d]: %s", i, text))
+			sup.waitState(ctx, conv, "Active", "IDLE", 30*time.Second)
+		}
+		// The history holds an IDLE → BUSY → IDLE pair per turn, even for a
+		// CLI whose turn is shorter than a reconcile.
+		hist, err := sup.client.History(ctx, "conversations", "default", conv)
+		Expect(err).NotTo(HaveOccurred())
+		busy, last := 0, ""
+		for _, ev := range hist {
+			exec := field(ev.Object, "status", "execution")
+			if exec == "BUSY" && last != "BUSY" {
+				busy++
+			}
+			if exec != "" {
+				last = exec
+			}
+		}
+		Expect(busy).To(BeNumerically(">=", turns), "BUSY periods in the conversation's history")
+	}, SpecTimeout(3*time.Minute))
 
 	It("keeps a live conversation through kill -9 of the supervisor and loses no committed transcript", func(ctx SpecContext) {
 		sup.apply(ctx, fakeAgent("survivor"))

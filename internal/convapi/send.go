@@ -1,19 +1,24 @@
 package convapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/wire"
+	"aicli.dev/aicli/internal/store"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
@@ -46,7 +51,66 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, a.guestError(t, "send", err))
 		return
 	}
+	a.awaitBusy(r.Context(), t)
 	writeJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true})
+}
+
+// busyWait bounds how long an accepted send waits for the conversation's
+// stored status to leave IDLE before answering anyway.
+const busyWait = time.Second
+
+// busyMarker is the live-guest registry's way to show an accepted message at once.
+type busyMarker interface {
+	MarkBusy(uid string)
+}
+
+// storeWatcher is the event store's watch.
+type storeWatcher interface {
+	Watch(ctx context.Context, resource, namespace string, opts store.WatchOptions) (watch.Interface, error)
+}
+
+// awaitBusy makes an accepted send visible before it is answered: the guest
+// reports BUSY from the moment it accepts a message until the turn ends, and
+// this waits (at most busyWait) until the conversation's stored status says
+// so, so that a read right after the 202 never shows IDLE.
+func (a *API) awaitBusy(ctx context.Context, t *target) {
+	m, ok := a.opts.Sessions.(busyMarker)
+	if !ok {
+		return
+	}
+	m.MarkBusy(string(t.obj.GetUID()))
+	sw, ok := a.opts.Store.(storeWatcher)
+	if !ok {
+		return
+	}
+	if exec, _, _ := unstructured.NestedString(t.obj.Object, "status", "execution"); exec != string(ptyapi.StatusIdle) {
+		return // not IDLE now: no read can show an IDLE for this send
+	}
+	ctx, cancel := context.WithTimeout(ctx, busyWait)
+	defer cancel()
+	w, err := sw.Watch(ctx, conversationsPlural, t.ns, store.WatchOptions{ResourceVersion: t.obj.GetResourceVersion()})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.log.Warn("accepted message not yet shown as BUSY", "namespace", t.ns, "conversation", t.name, "waited", busyWait)
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			obj, isObj := ev.Object.(*unstructured.Unstructured)
+			if !isObj || obj.GetName() != t.name || obj.GetUID() != t.obj.GetUID() {
+				continue
+			}
+			if exec, _, _ := unstructured.NestedString(obj.Object, "status", "execution"); exec != string(ptyapi.StatusIdle) {
+				return
+			}
+		}
+	}
 }
 
 // readMessage reads the message text of a send request: a JSON SendRequest,

@@ -74,7 +74,11 @@ type session struct {
 	pty      ptyapi.PTY
 	info     ptyapi.StatusInfo
 	hasInfo  bool
-	cancel   context.CancelFunc
+	// busyUnread latches a BUSY the controller has not read yet, so a turn
+	// that goes BUSY and back to IDLE between two reconciles is still
+	// written as BUSY once.
+	busyUnread bool
+	cancel     context.CancelFunc
 }
 
 func (s *Registry) init() {
@@ -269,6 +273,9 @@ func (s *Registry) observe(key types.NamespacedName, uid string, conn *gateway.G
 	current := sess != nil && sess.conn == conn
 	changed := current && (!sess.hasInfo || statusChanged(sess.info, info))
 	if current {
+		if info.Status == ptyapi.StatusBusy && (!sess.hasInfo || sess.info.Status != ptyapi.StatusBusy) {
+			sess.busyUnread = true
+		}
 		sess.info, sess.hasInfo = info, true
 	}
 	s.mu.Unlock()
@@ -288,16 +295,49 @@ func statusChanged(a, b ptyapi.StatusInfo) bool {
 	return a.Status != b.Status || a.Alive != b.Alive || a.SessionID != b.SessionID || (a.ExitCode == nil) != (b.ExitCode == nil)
 }
 
-// Status returns the last observed status of the conversation's guest.
+// Status returns the last observed status of the conversation's guest. A
+// BUSY observed since the previous call is returned once even when the guest
+// is already back to IDLE (and a reconcile is asked for, which reads the
+// current status next), so every turn shows in the conversation's history.
 func (s *Registry) Status(uid string) (ptyapi.StatusInfo, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.init()
 	sess := s.m[uid]
 	if sess == nil || !sess.hasInfo {
+		s.mu.Unlock()
 		return ptyapi.StatusInfo{}, false
 	}
-	return sess.info, true
+	info, again := sess.info, false
+	if sess.busyUnread {
+		sess.busyUnread = false
+		again = info.Status != ptyapi.StatusBusy && info.Alive
+		if info.Alive {
+			info.Status = ptyapi.StatusBusy
+		}
+	}
+	key := sess.key
+	s.mu.Unlock()
+	if again {
+		s.Changed(key)
+	}
+	return info, true
+}
+
+// MarkBusy records that the guest accepted a message (it reports BUSY from
+// that moment until the turn ends) and asks for a reconcile, so the
+// conversation shows BUSY without waiting for the pushed status.
+func (s *Registry) MarkBusy(uid string) {
+	s.mu.Lock()
+	s.init()
+	sess := s.m[uid]
+	if sess == nil {
+		s.mu.Unlock()
+		return
+	}
+	sess.busyUnread = true
+	key := sess.key
+	s.mu.Unlock()
+	s.Changed(key)
 }
 
 // Record stores a status the reconciler read itself.

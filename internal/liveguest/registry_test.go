@@ -236,3 +236,36 @@ func TestDroppedConnectionTriggersChanged(t *testing.T) {
 		t.Fatal("a dropped guest is still live")
 	}
 }
+
+// TestMarkBusyIsReadOnceAndAsksForAnotherLook: an accepted message reads BUSY
+// at the controller's next Status even when the guest is already back to
+// IDLE, once, and the registry then asks for a reconcile to read IDLE.
+func TestMarkBusyIsReadOnceAndAsksForAnotherLook(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "c"}
+	var changed []types.NamespacedName
+	r := &liveguest.Registry{Changed: func(k types.NamespacedName) { changed = append(changed, k) }}
+	r.MarkBusy("unknown") // no session: nothing to mark, nothing asked
+	if len(changed) != 0 {
+		t.Fatalf("Changed for an unknown conversation: %v", changed)
+	}
+	r.Record(key, "uid-1", ptyapi.StatusInfo{Status: ptyapi.StatusIdle, Alive: true})
+	r.MarkBusy("uid-1")
+	if len(changed) != 1 {
+		t.Fatalf("MarkBusy did not ask for a reconcile: %v", changed)
+	}
+	if info, _ := r.Status("uid-1"); info.Status != ptyapi.StatusBusy {
+		t.Fatalf("first read after MarkBusy = %s, want BUSY", info.Status)
+	}
+	if len(changed) != 2 {
+		t.Fatalf("reading a latched BUSY over an IDLE guest did not ask for another look: %v", changed)
+	}
+	if info, _ := r.Status("uid-1"); info.Status != ptyapi.StatusIdle {
+		t.Fatalf("second read = %s, want the guest's IDLE", info.Status)
+	}
+	// An exited CLI is never dressed up as BUSY.
+	r.Record(key, "uid-1", ptyapi.StatusInfo{Status: ptyapi.StatusExited})
+	r.MarkBusy("uid-1")
+	if info, _ := r.Status("uid-1"); info.Status != ptyapi.StatusExited {
+		t.Fatalf("exited CLI read as %s", info.Status)
+	}
+}
