@@ -31,7 +31,7 @@ import (
 	"aicli.dev/aicli/internal/imagebuild"
 )
 
-// Issue 6 §4: default-deny egress, enforced. A fake-image guest container runs with --network none; the test
+// Default-deny egress, enforced (docs/egress.md). A fake-image guest container runs with --network none; the test
 // process plays the supervisor (gateway + egress server, in-process) and hosts two loopback servers on the host,
 // one allowed and one not. The client runs in the container's network namespace — the namespace the CLI runs in
 // (the test enters it with setns on a locked OS thread, as guest_test's dialFromNetns does) — and uses the guest's

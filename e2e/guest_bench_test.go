@@ -29,7 +29,7 @@ import (
 	"aicli.dev/aicli/internal/runtime/docker"
 )
 
-// Issue 3's guest benchmarks (hack/bench/guest-bench.sh runs them and prints "name value unit" lines):
+// The guest's benchmarks (hack/bench/guest-bench.sh runs them and prints "name value unit" lines):
 //
 //	go test -tags e2e -count=1 -run '^$' -bench 'Guest' -benchtime 10x ./e2e/
 //

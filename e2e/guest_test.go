@@ -33,7 +33,7 @@ import (
 	rt "aicli.dev/aicli/internal/runtime"
 )
 
-// Issue 3's end-to-end proof: a fake-harness guest container launched through the Docker runtime dials back over
+// The supervisor–guest inversion end to end: a fake-harness guest container launched through the Docker runtime dials back over
 // the side channel and the supervisor side drives its PTY; teardown by SIGTERM; attacks from the CLI user; and the
 // transparent stdio proxy of the same image.
 var _ = Describe("Supervised guest", Ordered, Label("guest"), func() {

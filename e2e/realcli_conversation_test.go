@@ -2,7 +2,7 @@
 
 package e2e_test
 
-// The real-CLI conversation tier (issue 6): each real CLI in its guest image,
+// The real-CLI conversation tier: each real CLI in its guest image,
 // driven by the supervisor against a fake provider hosted by the test on the
 // host's loopback, reached only through the supervisor's egress over the side
 // channel. Run with:

@@ -32,7 +32,7 @@ type realCLI struct {
 	harness string
 	// binary is the CLI's path inside the image.
 	binary string
-	// version is the pinned version (shared/design/REAL-CLIS.md); the image's label and `--version` must say it.
+	// version is the pinned version (images/<harness>/Dockerfile, docs/harnesses.md); the image's label and `--version` must say it.
 	version string
 }
 

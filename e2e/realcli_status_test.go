@@ -2,7 +2,7 @@
 
 package e2e_test
 
-// The real-CLI status spec (issue 14 §3): the conversation's status.execution,
+// The real-CLI status spec: the conversation's status.execution,
 // as a watch (`aictl get -w`) sees it, never reads IDLE between an accepted
 // send and the end of its reply, and reads IDLE within idleLagGoal of the
 // provider finishing the reply's stream. Run one CLI with:
@@ -34,7 +34,7 @@ import (
 const statusTurns = 6
 
 // idleLagGoal bounds the time from the provider's last reply byte to the
-// conversation reading IDLE (issue 14 §3).
+// conversation reading IDLE (docs/decisions/0017-pushed-status-busy-until-turn-end.md).
 const idleLagGoal = 300 * time.Millisecond
 
 var _ = Describe("Real-CLI execution status", Label("real-cli"), func() {

@@ -24,7 +24,7 @@ type EnvVar struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
 	// +kubebuilder:validation:MaxLength=128
 	Name string `json:"name"`
-	// value of the variable. Secrets do not belong here (seed §5).
+	// value of the variable. Secrets do not belong here (docs/concepts.md#capabilities-and-secrets).
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Value string `json:"value,omitempty"`
@@ -45,7 +45,7 @@ type PeerSet struct {
 	Agents []string `json:"agents,omitempty"`
 }
 
-// PeerPolicy configures inter-agent messaging, each direction independently (seed §7).
+// PeerPolicy configures inter-agent messaging, each direction independently (docs/concepts.md#mailbox).
 type PeerPolicy struct {
 	// sendTo lists who this agent may message.
 	// +optional
@@ -55,7 +55,7 @@ type PeerPolicy struct {
 	ReceiveFrom *PeerSet `json:"receiveFrom,omitempty"`
 }
 
-// EgressPolicy is the agent's default-deny egress allow-list (seed §10).
+// EgressPolicy is the agent's default-deny egress allow-list (docs/concepts.md#egress).
 type EgressPolicy struct {
 	// allow lists the domains (exact, or "*.example.com" for subdomains) the
 	// agent's container may reach through the supervisor's egress proxy, in
@@ -79,7 +79,7 @@ const (
 	CredentialOAuth  CredentialSource = "OAuth"
 )
 
-// ProviderSpec is how the agent's CLI reaches its model provider (seed §5).
+// ProviderSpec is how the agent's CLI reaches its model provider (docs/concepts.md#capabilities-and-secrets).
 type ProviderSpec struct {
 	// endpoint is the provider base URL the CLI talks to; empty means the CLI's default.
 	// +optional
@@ -98,7 +98,7 @@ type ProviderSpec struct {
 	SecretName string `json:"secretName,omitempty"`
 }
 
-// BudgetSpec is the agent's spend-rate allocation (seed §5).
+// BudgetSpec is the agent's spend-rate allocation (docs/concepts.md#capabilities-and-secrets).
 type BudgetSpec struct {
 	// usdPerHour is the accrual rate of the agent's spend bucket, as a decimal string.
 	// +optional

@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ConversationState is a conversation's lifecycle state (seed §8).
+// ConversationState is a conversation's lifecycle state (docs/concepts.md#lifecycle).
 // +kubebuilder:validation:Enum=Active;Paused;Archived
 type ConversationState string
 
@@ -37,7 +37,7 @@ type ConversationSpec struct {
 	DesiredState ConversationState `json:"desiredState,omitempty"`
 }
 
-// SessionRef is the resume state recorded in the catalog (seed §9).
+// SessionRef is the resume state recorded in the catalog (docs/concepts.md#continuity).
 type SessionRef struct {
 	// harness is the CLI that wrote the session.
 	// +optional
@@ -51,7 +51,7 @@ type SessionRef struct {
 }
 
 // EgressDenial is one refused attempt of the conversation's container to
-// reach the network (default-deny egress, seed §10).
+// reach the network (default-deny egress, docs/concepts.md#egress).
 type EgressDenial struct {
 	// time is when the attempt was refused (the first of a burst).
 	Time metav1.Time `json:"time"`

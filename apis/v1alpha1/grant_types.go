@@ -5,7 +5,7 @@ import (
 )
 
 // SecretRef points at a supervisor-held secret. The secret itself never
-// enters a container (seed §5).
+// enters a container (docs/concepts.md#capabilities-and-secrets).
 type SecretRef struct {
 	// name of the supervisor-held secret.
 	// +required
@@ -56,7 +56,7 @@ type ToolBackend struct {
 	HTTP *HTTPBackend `json:"http,omitempty"`
 }
 
-// Attenuation narrows a capability (seed §5: authority only diminishes).
+// Attenuation narrows a capability (docs/concepts.md#capabilities-and-secrets: authority only diminishes).
 type Attenuation struct {
 	// pinnedParams fixes tool parameters the agent cannot override.
 	// +optional

@@ -21,7 +21,7 @@ type Keyword struct {
 	Mode MatchMode `json:"mode,omitempty"`
 }
 
-// TriggerSpec says when a monitor wakes (seed §12).
+// TriggerSpec says when a monitor wakes (docs/concepts.md#monitors).
 type TriggerSpec struct {
 	// keywords wake the monitor when any matches.
 	// +required
@@ -106,7 +106,7 @@ type MonitorAttachmentStatus struct {
 }
 
 // MonitorAttachment makes one agent watch another's transcripts for keywords
-// and inject advice, guarded by a circuit breaker (seed §12).
+// and inject advice, guarded by a circuit breaker (docs/concepts.md#monitors).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

@@ -120,7 +120,7 @@ func newTokenCommand() *cobra.Command {
 }
 
 func newSecretCommand() *cobra.Command {
-	secret := &cobra.Command{Use: "secret", Short: "Manage supervisor-held secrets (model API keys, seed §5)"}
+	secret := &cobra.Command{Use: "secret", Short: "Manage supervisor-held secrets (model API keys; values are never printed)"}
 	var dataDir, namespace, name, file string
 	set := &cobra.Command{
 		Use:   "set",

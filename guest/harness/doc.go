@@ -3,7 +3,7 @@
 // delivery, native session store, transcript parsing) and a registry of them.
 //
 // Only the fake harness (guest/harness/fake) is wired today. The interface is
-// shaped for the real CLIs (design/REAL-CLIS.md); each gets a package
+// shaped for the real CLIs (docs/harnesses.md); each gets a package
 // guest/harness/<name> and one line in guest/harness/builtin:
 //
 //   - claude: Launch adds --session-id <uuid> (PreassignSessionID) or

@@ -1,4 +1,4 @@
-// Package ptyapi is the AiCliPty contract (seed §2): the drive surface a guest
+// Package ptyapi is the AiCliPty contract (docs/concepts.md#the-guest-and-the-side-channel): the drive surface a guest
 // serves for the one AI CLI it owns, and that the supervisor consumes through a
 // remote proxy over the side channel. Both ends import only this package.
 package ptyapi
@@ -57,7 +57,7 @@ type StartRequest struct {
 	ResumeSession string `json:"resumeSession,omitempty"`
 	// Model, when set, is passed to the CLI the way the harness expects.
 	Model string `json:"model,omitempty"`
-	// Env is extra, non-secret environment for the CLI (plus the model credential, seed §5).
+	// Env is extra, non-secret environment for the CLI (plus the model credential, docs/concepts.md#capabilities-and-secrets).
 	Env map[string]string `json:"env,omitempty"`
 	// Args are extra CLI arguments appended after the harness's own flags.
 	Args []string `json:"args,omitempty"`
@@ -80,7 +80,7 @@ type ProviderAccess struct {
 	// BaseURL is the endpoint as the CLI must use it (in a container: the
 	// guest's loopback provider port, which egress forwards to the real one).
 	BaseURL string `json:"baseURL,omitempty"`
-	// APIKey is the model credential, the one secret a CLI may hold (seed §5).
+	// APIKey is the model credential, the one secret a CLI may hold (docs/concepts.md#capabilities-and-secrets).
 	APIKey string `json:"apiKey,omitempty"`
 }
 

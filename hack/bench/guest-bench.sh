@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# guest-bench.sh — issue 3's guest benchmarks against real Docker, each with its baseline measured in the same run
+# guest-bench.sh — the guest's benchmarks against real Docker, each with its baseline measured in the same run
 # (e2e/guest_bench_test.go): container create → handshake → CLI IDLE vs `docker run` to first output; PTY
 # throughput through guest → side channel → Subscribe vs a raw PTY inside the same container; SendMessage vs a
 # direct PTY write; guest RSS. Prints the `go test` benchmark lines on stderr and `name value unit` lines on stdout,
@@ -25,7 +25,7 @@ awk '/^BenchmarkGuest/ {
     print b "." name, $i, unit
   }
 }' "$out" | tee "$out.metrics"
-# Targets from issue 3.
+# Targets (docs/benchmarks.md, supervisor–guest inversion).
 awk '
   function check(name, op, target,   v, ok) {
     if (!(name in m)) { print "check", name, "missing"; return }

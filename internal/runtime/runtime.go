@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Label keys the supervisor stamps on every container it creates (STYLE.md §8: label everything, look up by label).
+// Label keys the supervisor stamps on every container it creates (label everything, look up by label, sweep labelled orphans).
 const (
 	// LabelSupervisor holds the id of the supervisor that owns the container.
 	LabelSupervisor = "aicli.dev/supervisor"
@@ -25,7 +25,7 @@ const NetworkNone = "none"
 
 // Mount is a bind mount of a host path into the container.
 type Mount struct {
-	// HostPath is the absolute path on the host (a directory for side-channel sockets, see PITFALLS.md).
+	// HostPath is the absolute path on the host (a directory for side-channel sockets, a re-created socket is invisible through a bind-mounted file).
 	HostPath string
 	// ContainerPath is the absolute path inside the container.
 	ContainerPath string

@@ -1,7 +1,7 @@
 // Package secrets keeps supervisor-held secrets (model API keys) in the data
 // dir, one file per namespace/name with mode 0600. Secrets for tools and data
 // never leave the supervisor; the model credential is the one value handed to
-// a CLI (seed §5).
+// a CLI (docs/concepts.md#capabilities-and-secrets).
 package secrets
 
 import (

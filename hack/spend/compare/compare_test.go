@@ -97,7 +97,7 @@ func u(in, cached, write, out int) string {
 
 const sonnet, opus = "claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101"
 
-// TestMatchesCCUsageOnRuleTree covers the SPEND.md rules where we and ccusage agree.
+// TestMatchesCCUsageOnRuleTree covers the spend rules (docs/spend.md) where we and ccusage agree.
 func TestMatchesCCUsageOnRuleTree(t *testing.T) {
 	bin := ccusage(t)
 	dir := t.TempDir()
@@ -146,7 +146,7 @@ func TestMatchesCCUsageOnRuleTree(t *testing.T) {
 	compareTree(t, bin, c, x)
 }
 
-// TestDocumentedDepartures pins each place where SPEND.md knowingly departs from ccusage (docs/spend.md).
+// TestDocumentedDepartures pins each place where our rules knowingly depart from ccusage (docs/spend.md).
 func TestDocumentedDepartures(t *testing.T) {
 	bin := ccusage(t)
 	dir := t.TempDir()
