@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	scwire "aicli.dev/aicli/guest/sidechannel/wire"
-	"aicli.dev/aicli/internal/liveguest"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
+	"aicli.dev/aicli/internal/liveguest"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

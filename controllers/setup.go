@@ -1,11 +1,12 @@
 package controllers
 
 import (
-	"aicli.dev/aicli/internal/liveguest"
 	"context"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"aicli.dev/aicli/internal/liveguest"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -1,11 +1,12 @@
 package daemon
 
 import (
-	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
+
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 
 	"aicli.dev/aicli/guest/ptyhost"
 )

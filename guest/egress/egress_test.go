@@ -1,7 +1,6 @@
 package egress_test
 
 import (
-	"aicli.dev/aicli/guest/egress/egresswire"
 	"bufio"
 	"context"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"aicli.dev/aicli/guest/egress/egresswire"
 
 	"aicli.dev/aicli/guest/egress"
 )

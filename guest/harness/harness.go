@@ -3,12 +3,13 @@ package harness
 import (
 	"context"
 	"fmt"
-	"github.com/google/uuid"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"aicli.dev/aicli/guest/ptyapi"
 )

@@ -1,11 +1,12 @@
 package sidechannel_test
 
 import (
-	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 
 	"aicli.dev/aicli/guest/sidechannel"
 )

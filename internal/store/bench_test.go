@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	dto "github.com/prometheus/client_model/go"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cockroachdb/pebble/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

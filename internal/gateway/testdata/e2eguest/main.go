@@ -3,7 +3,6 @@
 package main
 
 import (
-	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 
 	"aicli.dev/aicli/guest/sidechannel"
 )
