@@ -54,6 +54,8 @@ func TestDockerGuest(t *testing.T) {
 	tag := "aicli-gateway-e2e:" + runID
 	buildImage(ctx, t, cli, bin, tag, labels)
 	t.Cleanup(func() {
+		// The containers go first: an image a container still uses would only be untagged, left dangling.
+		removeByLabel(t, rt, labels)
 		_, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
 	})
 
