@@ -27,7 +27,9 @@ const (
 	ConditionCLIReady = "CLIReady"
 	// ConditionResumable reports that a paused conversation can be resumed natively.
 	ConditionResumable = "Resumable"
-	// ConditionLeaseHeld reports that a grant's capability lease is held.
+	// ConditionToolsReady reports that a conversation's granted tools are mounted.
+	ConditionToolsReady = "ToolsReady"
+	// ConditionLeaseHeld reports that a grant's (or a conversation's) capability lease is held.
 	ConditionLeaseHeld = "LeaseHeld"
 	// ConditionBreakerClosed reports that a monitor's circuit breaker is closed.
 	ConditionBreakerClosed = "BreakerClosed"
@@ -89,4 +91,20 @@ const (
 	ReasonHomeMissing = "HomeMissing"
 	// ReasonNoSession: no native session reference is recorded yet.
 	ReasonNoSession = "NoSession"
+)
+
+// Condition reasons of grants, tools and leases.
+const (
+	// ReasonToolConflict: two grants of one agent name the same tool; the older grant keeps it.
+	ReasonToolConflict = "ToolConflict"
+	// ReasonToolBinaryMissing: the aicli-tool binary to mount is not built.
+	ReasonToolBinaryMissing = "ToolBinaryMissing"
+	// ReasonNoLiveConversation: no live conversation of the subject holds a lease.
+	ReasonNoLiveConversation = "NoLiveConversation"
+	// ReasonLeaseExpired: the lease was not renewed (the container ended).
+	ReasonLeaseExpired = "LeaseExpired"
+	// ReasonRevoked: the grant changed or was deleted; older capabilities are refused.
+	ReasonRevoked = "Revoked"
+	// ReasonParentRevoked: the grant a delegated grant narrows is gone or narrower.
+	ReasonParentRevoked = "ParentRevoked"
 )

@@ -12,14 +12,20 @@ type SecretRef struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// key within the secret.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	Key string `json:"key,omitempty"`
-	// env is the variable the host-side tool backend receives the secret in.
+	// env is the variable an exec backend receives the secret in.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=128
 	Env string `json:"env,omitempty"`
+	// header is the request header an http backend sends the secret in.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9-]+$`
+	// +kubebuilder:validation:MaxLength=128
+	Header string `json:"header,omitempty"`
+	// prefix is put before the secret in the header value (for example "Bearer ").
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // ExecBackend runs a tool as a host-side command.
@@ -80,9 +86,24 @@ type ToolGrant struct {
 	// backend executes the tool on the supervisor host.
 	// +required
 	Backend ToolBackend `json:"backend"`
+	// usage is the one-line usage the CLI is told (instruction file, --help).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Usage string `json:"usage,omitempty"`
 	// secretRefs are handed to the backend, never to the container.
 	// +optional
+	// +kubebuilder:validation:MaxItems=16
 	SecretRefs []SecretRef `json:"secretRefs,omitempty"`
+	// timeoutSeconds bounds one call; the backend is killed when it passes.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=30
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// costUSD is charged to the agent's budget per call, as a decimal string.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]{1,6})?$`
+	CostUSD string `json:"costUSD,omitempty"`
 	// attenuation narrows this tool's capability.
 	// +optional
 	Attenuation *Attenuation `json:"attenuation,omitempty"`
@@ -150,6 +171,60 @@ type GrantSpec struct {
 	// attenuation narrows every capability of this grant.
 	// +optional
 	Attenuation *Attenuation `json:"attenuation,omitempty"`
+	// delegation is set on a grant an agent created with `aicli-tool delegate`:
+	// the grant it narrows and who delegated. Such a grant never allows more
+	// than its parent and dies with it.
+	// +optional
+	Delegation *Delegation `json:"delegation,omitempty"`
+}
+
+// Delegation records where a delegated grant's authority comes from.
+type Delegation struct {
+	// parent names the grant whose slice was delegated.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Parent string `json:"parent"`
+	// by is the agent that delegated.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	By string `json:"by"`
+	// conversation is the delegating agent's conversation.
+	// +optional
+	Conversation string `json:"conversation,omitempty"`
+}
+
+// ToolCall is one recorded tool invocation. It never holds arguments or
+// secret values, only what happened.
+type ToolCall struct {
+	// tool is the tool's name.
+	Tool string `json:"tool"`
+	// conversation is the calling conversation's name.
+	Conversation string `json:"conversation"`
+	// at is when the call started.
+	At metav1.Time `json:"at"`
+	// exitCode is the backend's exit code (-1 when it did not run to an exit).
+	ExitCode int32 `json:"exitCode"`
+	// durationMillis is how long the call took.
+	DurationMillis int64 `json:"durationMillis"`
+	// bytesIn counts argument and stdin bytes.
+	BytesIn int64 `json:"bytesIn"`
+	// bytesOut counts stdout and stderr bytes.
+	BytesOut int64 `json:"bytesOut"`
+	// refused is the refusal reason when the call was not authorised.
+	// +optional
+	Refused string `json:"refused,omitempty"`
+}
+
+// GrantConversation is the grant's use by one conversation.
+type GrantConversation struct {
+	// name is the conversation's name.
+	Name string `json:"name"`
+	// leaseExpiresAt is when its lease ends unless renewed.
+	// +optional
+	LeaseExpiresAt *metav1.Time `json:"leaseExpiresAt,omitempty"`
+	// calls counts its calls.
+	// +optional
+	Calls int64 `json:"calls,omitempty"`
 }
 
 // GrantStatus is what the supervisor observed about the grant.
@@ -171,6 +246,20 @@ type GrantStatus struct {
 	// revokedAt is when capabilities were last revoked.
 	// +optional
 	RevokedAt *metav1.Time `json:"revokedAt,omitempty"`
+	// calls counts authorised tool calls.
+	// +optional
+	Calls int64 `json:"calls,omitempty"`
+	// refused counts refused tool calls.
+	// +optional
+	Refused int64 `json:"refused,omitempty"`
+	// lastCall is the most recent call; each call is an event in the grant's history.
+	// +optional
+	LastCall *ToolCall `json:"lastCall,omitempty"`
+	// conversations are the live conversations holding a lease on the grant.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Conversations []GrantConversation `json:"conversations,omitempty"`
 }
 
 // Grant delegates capabilities (tools, recall buckets, peers, observe/inject)
@@ -180,6 +269,9 @@ type GrantStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=grants,scope=Namespaced,shortName=gr
 // +kubebuilder:printcolumn:name="Subject",type=string,JSONPath=`.spec.subject`
+// +kubebuilder:printcolumn:name="Tools",type=string,JSONPath=`.spec.tools[*].name`
+// +kubebuilder:printcolumn:name="Lease",type=string,JSONPath=`.status.conditions[?(@.type=="LeaseHeld")].status`
+// +kubebuilder:printcolumn:name="Calls",type=integer,JSONPath=`.status.calls`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
