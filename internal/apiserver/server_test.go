@@ -63,6 +63,10 @@ func agentJSON(name, extra string) string {
 	return fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q},"spec":{"harness":"fake"%s}}`, name, extra)
 }
 
+func grantJSON(name, subject, tools string) string {
+	return fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":%q},"spec":{"subject":%s,"tools":%s}}`, name, subject, tools)
+}
+
 func meta(obj map[string]any, key string) any { return obj["metadata"].(map[string]any)[key] }
 
 func TestBadInputIsRejectedAndStoreUnchanged(t *testing.T) {
@@ -88,6 +92,11 @@ func TestBadInputIsRejectedAndStoreUnchanged(t *testing.T) {
 		{"unknown resource", "GET", base + "/widgets", "", 404, "widgets"},
 		{"patch wrong content type", "PATCH", base + "/agents/seed", `{"spec":{"model":"m"}}`, 415, "merge-patch"},
 		{"update missing", "PUT", base + "/agents/ghost", agentJSON("ghost", ""), 404, "ghost"},
+		{"cross-namespace grant subject", "POST", base + "/grants", grantJSON("g", `"other-ns/seed"`, `[]`), 422, "spec.subject"},
+		{"grant with a duplicate tool", "POST", base + "/grants", grantJSON("g", `"seed"`,
+			`[{"name":"t","backend":{"exec":{"command":"/bin/true"}}},{"name":"t","backend":{"exec":{"command":"/bin/true"}}}]`), 422, "spec.tools[1].name"},
+		{"grant with a relative command", "POST", base + "/grants", grantJSON("g", `"seed"`,
+			`[{"name":"t","backend":{"exec":{"command":"true"}}}]`), 422, "spec.tools[0].backend.exec.command"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

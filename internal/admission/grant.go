@@ -1,0 +1,33 @@
+package admission
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/grants"
+)
+
+// Grants admits Grant writes that the schema cannot judge alone: unique tool
+// names, one backend per tool, secrets routed where the backend can use them.
+// The subject is a bare agent name (the schema's pattern), so a grant can only
+// ever name an agent of its own namespace.
+type Grants struct{}
+
+var grantGK = v1alpha1.GroupVersion.WithKind("Grant").GroupKind()
+
+// Admit implements apiserver.Admitter.
+func (Grants) Admit(_ context.Context, _ apiserver.Operation, _, obj *unstructured.Unstructured) error {
+	var g v1alpha1.Grant
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &g); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if errs := grants.Validate(&g.Spec); len(errs) > 0 {
+		return apierrors.NewInvalid(grantGK, obj.GetName(), errs)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+// Package grants computes what an agent's Grants allow: validation beyond the
+// schema, the effective tool set of one agent (which grant owns which tool),
+// and the narrowing rules delegation and attenuation obey. It is pure: the
+// controllers, the admission and the authority call it with objects they read.
+package grants
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+)
+
+// ReservedToolNames are executable names a grant may not use: the multi-call
+// binary itself and its built-in subcommands.
+var ReservedToolNames = []string{"aicli-tool", "delegate"}
+
+// Validate checks a grant spec beyond what the schema can say; each error
+// names its field.
+func Validate(spec *v1alpha1.GrantSpec) field.ErrorList {
+	var errs field.ErrorList
+	tools := field.NewPath("spec", "tools")
+	seen := map[string]bool{}
+	for i := range spec.Tools {
+		t := &spec.Tools[i]
+		p := tools.Index(i)
+		if seen[t.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), t.Name))
+		}
+		seen[t.Name] = true
+		for _, r := range ReservedToolNames {
+			if t.Name == r {
+				errs = append(errs, field.Invalid(p.Child("name"), t.Name, "reserved for the tool binary itself"))
+			}
+		}
+		errs = append(errs, validateBackend(p, t)...)
+		errs = append(errs, validateAttenuation(p.Child("attenuation"), t.Attenuation)...)
+	}
+	errs = append(errs, validateAttenuation(field.NewPath("spec", "attenuation"), spec.Attenuation)...)
+	if d := spec.Delegation; d != nil && d.Parent == "" {
+		errs = append(errs, field.Required(field.NewPath("spec", "delegation", "parent"), "a delegated grant names its parent"))
+	}
+	return errs
+}
+
+func validateBackend(p *field.Path, t *v1alpha1.ToolGrant) field.ErrorList {
+	var errs field.ErrorList
+	b := p.Child("backend")
+	switch {
+	case t.Backend.Exec == nil && t.Backend.HTTP == nil:
+		return append(errs, field.Required(b, "set exactly one of exec or http"))
+	case t.Backend.Exec != nil && t.Backend.HTTP != nil:
+		return append(errs, field.Invalid(b, "exec+http", "set exactly one of exec or http"))
+	case t.Backend.Exec != nil && !path.IsAbs(t.Backend.Exec.Command):
+		errs = append(errs, field.Invalid(b.Child("exec", "command"), t.Backend.Exec.Command,
+			"must be an absolute path on the supervisor host (no PATH lookup)"))
+	}
+	for j, s := range t.SecretRefs {
+		sp := p.Child("secretRefs").Index(j)
+		switch {
+		case t.Backend.Exec != nil && s.Env == "":
+			errs = append(errs, field.Required(sp.Child("env"), "an exec backend receives a secret in an environment variable"))
+		case t.Backend.HTTP != nil && s.Header == "":
+			errs = append(errs, field.Required(sp.Child("header"), "an http backend receives a secret in a request header"))
+		}
+	}
+	return errs
+}
+
+func validateAttenuation(p *field.Path, a *v1alpha1.Attenuation) field.ErrorList {
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for k := range a.PinnedParams {
+		if k == "" || strings.ContainsAny(k, "= \t\n") || strings.HasPrefix(k, "-") {
+			errs = append(errs, field.Invalid(p.Child("pinnedParams"), k, "a parameter name has no '=', spaces or leading '-'"))
+		}
+	}
+	return errs
+}
+
+// Tool is one tool an agent holds: the tool grant with every attenuation of
+// its grant folded in, and where it comes from.
+type Tool struct {
+	v1alpha1.ToolGrant
+	// Grant and Generation name the grant (the token's revocation check).
+	Grant      string
+	Generation int64
+	// Parent is the parent grant of a delegated grant ("" otherwise).
+	Parent string
+}
+
+// Conflict is a tool name claimed by more than one grant of the agent; the
+// oldest grant keeps it.
+type Conflict struct {
+	Tool   string
+	Kept   string
+	Losers []string
+}
+
+// Effective returns the tools an agent holds from its grants (any order; only
+// those whose spec.subject is the agent and that validate count), sorted by
+// name, and the name conflicts. Grants being deleted hold nothing.
+func Effective(all []v1alpha1.Grant, agent string) ([]Tool, []Conflict) {
+	grants := make([]*v1alpha1.Grant, 0, len(all))
+	for i := range all {
+		g := &all[i]
+		if g.Spec.Subject == agent && g.DeletionTimestamp == nil && len(Validate(&g.Spec)) == 0 {
+			grants = append(grants, g)
+		}
+	}
+	sort.SliceStable(grants, func(i, j int) bool { return older(grants[i], grants[j]) })
+	owner := map[string]*Tool{}
+	conflicts := map[string]*Conflict{}
+	var out []Tool
+	for _, g := range grants {
+		for _, t := range g.Spec.Tools {
+			if kept, ok := owner[t.Name]; ok {
+				c := conflicts[t.Name]
+				if c == nil {
+					c = &Conflict{Tool: t.Name, Kept: kept.Grant}
+					conflicts[t.Name] = c
+				}
+				c.Losers = append(c.Losers, g.Name)
+				continue
+			}
+			tool := Tool{ToolGrant: *t.DeepCopy(), Grant: g.Name, Generation: g.Generation}
+			tool.Attenuation = Narrowest(t.Attenuation, g.Spec.Attenuation)
+			if g.Spec.Delegation != nil {
+				tool.Parent = g.Spec.Delegation.Parent
+			}
+			out = append(out, tool)
+			owner[t.Name] = &out[len(out)-1]
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	cs := make([]Conflict, 0, len(conflicts))
+	for _, c := range conflicts {
+		cs = append(cs, *c)
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Tool < cs[j].Tool })
+	return out, cs
+}
+
+func older(a, b *v1alpha1.Grant) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// Names returns the tool names, in order.
+func Names(tools []Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Narrowest combines attenuations: every pin of either, the lower call cap,
+// the earlier expiry. Two different pins for one parameter cannot both hold;
+// the result keeps the first (a's) and Narrower reports such a pair as wider.
+func Narrowest(a, b *v1alpha1.Attenuation) *v1alpha1.Attenuation {
+	if a == nil && b == nil {
+		return nil
+	}
+	out := &v1alpha1.Attenuation{}
+	for _, x := range []*v1alpha1.Attenuation{a, b} {
+		if x == nil {
+			continue
+		}
+		for k, v := range x.PinnedParams {
+			if out.PinnedParams == nil {
+				out.PinnedParams = map[string]string{}
+			}
+			if _, ok := out.PinnedParams[k]; !ok {
+				out.PinnedParams[k] = v
+			}
+		}
+		if x.MaxCallsPerHour > 0 && (out.MaxCallsPerHour == 0 || x.MaxCallsPerHour < out.MaxCallsPerHour) {
+			out.MaxCallsPerHour = x.MaxCallsPerHour
+		}
+		if x.ExpiresAt != nil && (out.ExpiresAt == nil || x.ExpiresAt.Before(out.ExpiresAt)) {
+			out.ExpiresAt = x.ExpiresAt.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Narrower returns nil when child allows no more than parent: the same
+// backend and secrets, every parent pin kept with its value, a call cap and
+// an expiry at least as tight, a timeout no longer. Otherwise the error says
+// what is wider.
+func Narrower(child, parent *v1alpha1.ToolGrant) error {
+	if child.Name != parent.Name {
+		return fmt.Errorf("tool %q is not the parent's tool %q", child.Name, parent.Name)
+	}
+	if !backendEqual(child, parent) {
+		return fmt.Errorf("tool %q: backend or secrets differ from the parent's", child.Name)
+	}
+	if parent.TimeoutSeconds > 0 && (child.TimeoutSeconds == 0 || child.TimeoutSeconds > parent.TimeoutSeconds) {
+		return fmt.Errorf("tool %q: timeoutSeconds %d exceeds the parent's %d", child.Name, child.TimeoutSeconds, parent.TimeoutSeconds)
+	}
+	c, p := child.Attenuation, parent.Attenuation
+	if p == nil {
+		return nil
+	}
+	if c == nil {
+		c = &v1alpha1.Attenuation{}
+	}
+	for k, v := range p.PinnedParams {
+		if got, ok := c.PinnedParams[k]; !ok || got != v {
+			return fmt.Errorf("tool %q: parameter %q must stay pinned to %q", child.Name, k, v)
+		}
+	}
+	if p.MaxCallsPerHour > 0 && (c.MaxCallsPerHour == 0 || c.MaxCallsPerHour > p.MaxCallsPerHour) {
+		return fmt.Errorf("tool %q: maxCallsPerHour %d exceeds the parent's %d", child.Name, c.MaxCallsPerHour, p.MaxCallsPerHour)
+	}
+	if p.ExpiresAt != nil && (c.ExpiresAt == nil || c.ExpiresAt.After(p.ExpiresAt.Time)) {
+		return fmt.Errorf("tool %q: expires after the parent (%s)", child.Name, p.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func backendEqual(a, b *v1alpha1.ToolGrant) bool {
+	x, y := a.DeepCopy(), b.DeepCopy()
+	x.Attenuation, y.Attenuation = nil, nil
+	x.TimeoutSeconds, y.TimeoutSeconds = 0, 0
+	x.Usage, y.Usage = "", ""
+	return equality.Semantic.DeepEqual(x, y)
+}
