@@ -56,3 +56,6 @@ func (d Dir) SupervisorID() string { return filepath.Join(string(d), "supervisor
 // Secrets holds supervisor-held secrets (model API keys), one file per
 // namespace/name, mode 0600.
 func (d Dir) Secrets() string { return filepath.Join(string(d), "secrets") }
+
+// Tools holds the per-conversation tool directories (<Tools>/<conversation uid>).
+func (d Dir) Tools() string { return filepath.Join(string(d), "tools") }
