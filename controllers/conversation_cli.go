@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -102,7 +103,7 @@ func (r *ConversationReconciler) startRequest(s *convScope) ptyapi.StartRequest 
 		Harness:      string(agent.Spec.Harness),
 		Model:        agent.Spec.Model,
 		Env:          map[string]string{},
-		Instructions: agent.Spec.Persona,
+		Instructions: joinSections(agent.Spec.Persona, toolInstructions(s.tools)),
 		Provider:     s.provider,
 	}
 	if r.Egress != nil {
@@ -155,4 +156,15 @@ func (r *ConversationReconciler) reconcileResumable(_ context.Context, s *convSc
 	s.set(v1alpha1.ConditionResumable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 		fmt.Sprintf("native session %s on the durable home", conv.Status.Session.SessionID))
 	return reconcile.Result{}, nil
+}
+
+// joinSections joins the non-empty instruction sections with a blank line.
+func joinSections(sections ...string) string {
+	var out []string
+	for _, s := range sections {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }

@@ -15,6 +15,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/runtime"
+	"aicli.dev/aicli/internal/toolmount"
 )
 
 // guestHome and guestWorkspace are where an agent's durable directories are
@@ -144,6 +145,9 @@ func (r *ConversationReconciler) launch(ctx context.Context, s *convScope) error
 		},
 		Network: runtime.NetworkNone,
 	}
+	if s.toolsDir != "" {
+		spec.Mounts = append(spec.Mounts, runtime.Mount{HostPath: s.toolsDir, ContainerPath: toolmount.MountPath, ReadOnly: true})
+	}
 	if agent.Spec.Resources.MemoryMiB > 0 {
 		spec.MemoryBytes = int64(agent.Spec.Resources.MemoryMiB) << 20
 	}
@@ -203,6 +207,9 @@ func (r *ConversationReconciler) stopRun(ctx context.Context, conv *v1alpha1.Con
 	if r.Egress != nil {
 		r.Egress.RemovePolicy(uid)
 	}
+	if r.Leases != nil {
+		r.Leases.Release(uid)
+	}
 	if pty, ok := r.Guests.PTY(uid); ok {
 		r.recordFinalSession(ctx, conv, pty)
 		stopCtx, cancel := context.WithTimeout(ctx, StopGrace)
@@ -224,6 +231,9 @@ func (r *ConversationReconciler) stopRun(ctx context.Context, conv *v1alpha1.Con
 		if err := r.Runtime.Remove(ctx, st.ID); err != nil {
 			return fmt.Errorf("removing container %s: %w", short(st.ID), err)
 		}
+	}
+	if err := r.toolDirs().Remove(uid); err != nil {
+		return fmt.Errorf("removing the tools directory: %w", err)
 	}
 	return r.Guests.Forget(uid)
 }

@@ -84,7 +84,12 @@ type ConversationReconciler struct {
 	// egress (containers still have no network at all).
 	Egress EgressPolicies
 	// Secrets resolves supervisor-held model credentials.
-	Secrets      SecretReader
+	Secrets SecretReader
+	// ToolBinary is the aicli-tool binary linked into each conversation's
+	// tools directory; Leases mints and renews the capabilities behind them.
+	// Without them an agent with granted tools waits (ToolsReady=False).
+	ToolBinary   string
+	Leases       CapabilityLeases
 	DataDir      layout.Dir
 	SupervisorID string
 	Logger       *slog.Logger
@@ -105,9 +110,11 @@ func (r *ConversationReconciler) phases() []phase[*convScope] {
 	return []phase[*convScope]{
 		{condition: v1alpha1.ConditionReferencesResolved, run: r.reconcileReferences},
 		{condition: v1alpha1.ConditionAccessResolved, run: r.reconcileAccess},
+		{condition: v1alpha1.ConditionToolsReady, run: r.reconcileTools},
 		{condition: v1alpha1.ConditionImageReady, run: r.reconcileImage},
 		{condition: v1alpha1.ConditionContainerRunning, run: r.reconcileContainer},
 		{condition: v1alpha1.ConditionGuestConnected, run: r.reconcileGuest},
+		{condition: v1alpha1.ConditionLeaseHeld, run: r.reconcileLease},
 		{condition: v1alpha1.ConditionCLIReady, run: r.reconcileCLI},
 		{condition: v1alpha1.ConditionResumable, run: r.reconcileResumable, always: true},
 	}
@@ -216,8 +223,8 @@ func (r *ConversationReconciler) writeStatus(ctx context.Context, conv *v1alpha1
 	if conv.DeletionTimestamp == nil {
 		deps := []string{v1alpha1.ConditionReferencesResolved}
 		if conv.Spec.DesiredState == v1alpha1.ConversationActive || conv.Spec.DesiredState == "" {
-			deps = append(deps, v1alpha1.ConditionAccessResolved, v1alpha1.ConditionImageReady, v1alpha1.ConditionContainerRunning,
-				v1alpha1.ConditionGuestConnected, v1alpha1.ConditionCLIReady)
+			deps = append(deps, v1alpha1.ConditionAccessResolved, v1alpha1.ConditionToolsReady, v1alpha1.ConditionImageReady,
+				v1alpha1.ConditionContainerRunning, v1alpha1.ConditionGuestConnected, v1alpha1.ConditionLeaseHeld, v1alpha1.ConditionCLIReady)
 		}
 		summarizeReady(&conv.Status.Conditions, conv.Generation, deps...)
 		conv.Status.ObservedGeneration = conv.Generation

@@ -59,7 +59,9 @@ func (p *scriptedPTY) Stop(context.Context) error { return nil }
 
 // scriptedGuests is the live-guest registry with at most one guest.
 type scriptedGuests struct {
-	pty       *scriptedPTY
+	pty *scriptedPTY
+	// holder, when set, is the PTY handed out instead (one that also holds capabilities).
+	holder    ptyapi.PTY
 	connected bool
 	started   time.Time
 	prepared  []string
@@ -79,7 +81,14 @@ func (g *scriptedGuests) Guest(types.NamespacedName, string) (ptyapi.PTY, string
 	if !g.connected {
 		return nil, "", false
 	}
-	return g.pty, "sha256:guest", true
+	return g.live(), "sha256:guest", true
+}
+
+func (g *scriptedGuests) live() ptyapi.PTY {
+	if g.holder != nil {
+		return g.holder
+	}
+	return g.pty
 }
 func (g *scriptedGuests) StartedAt() time.Time { return g.started }
 func (g *scriptedGuests) Status(string) (ptyapi.StatusInfo, bool) {
@@ -90,7 +99,7 @@ func (g *scriptedGuests) PTY(string) (ptyapi.PTY, bool) {
 	if !g.connected {
 		return nil, false
 	}
-	return g.pty, true
+	return g.live(), true
 }
 func (g *scriptedGuests) Forget(uid string) error {
 	g.forgotten = append(g.forgotten, uid)

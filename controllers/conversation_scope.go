@@ -6,6 +6,7 @@ import (
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/grants"
 )
 
 // convScope is one reconcile of one conversation: the object, and what the
@@ -26,6 +27,8 @@ type convScope struct {
 	// Found by the phases, in order.
 	agent    *v1alpha1.Agent        // references (nil while missing)
 	provider *ptyapi.ProviderAccess // access
+	tools    []grants.Tool          // tools
+	toolsDir string                 // tools ("" without a tool binary)
 	image    string                 // image
 	pty      ptyapi.PTY             // guest
 	// resumeNote is this run's honest report on resumability, made while

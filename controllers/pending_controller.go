@@ -94,11 +94,6 @@ func conversationRefs(obj *unstructured.Unstructured) []string {
 	return nonEmpty(a)
 }
 
-func grantRefs(obj *unstructured.Unstructured) []string {
-	s, _, _ := unstructured.NestedString(obj.Object, "spec", "subject")
-	return nonEmpty(s)
-}
-
 func monitorRefs(obj *unstructured.Unstructured) []string {
 	m, _, _ := unstructured.NestedString(obj.Object, "spec", "monitor")
 	t, _, _ := unstructured.NestedString(obj.Object, "spec", "target", "agent")

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/authority"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
@@ -50,6 +51,11 @@ type Options struct {
 	// credentials (optional).
 	Egress  EgressPolicies
 	Secrets SecretReader
+	// ToolBinary is the aicli-tool binary mounted into conversations with
+	// granted tools; Leases mints and renews their capabilities (optional:
+	// without them an agent with tools waits, ToolsReady=False).
+	ToolBinary string
+	Leases     *authority.Manager
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -63,11 +69,19 @@ func Start(ctx context.Context, opts Options) error {
 		mappers  []MapFunc
 	}
 	convReconciler, convSource := conversationController(ctx, c, opts)
+	grantTrigger, grantSource := triggerSource(ctx)
+	grantReconciler := &GrantReconciler{Client: c}
+	if opts.Leases != nil {
+		grantReconciler.Leases = opts.Leases
+		opts.Leases.Changed = func(namespace, grant string) {
+			grantTrigger(types.NamespacedName{Namespace: namespace, Name: grant})
+		}
+	}
 	specs := []spec{
 		{"agent", "agents", &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log},
 			[]MapFunc{peerReferrers(c)}},
 		{"conversation", "conversations", convReconciler, nil},
-		{"grant", "grants", &PendingReconciler{Client: c, Resource: "grants", Refs: grantRefs}, nil},
+		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}},
 		{"monitorattachment", "monitorattachments", &PendingReconciler{Client: c, Resource: "monitorattachments", Refs: monitorRefs}, nil},
 	}
 	skip := opts.SkipNameValidation
@@ -86,13 +100,21 @@ func Start(ctx context.Context, opts Options) error {
 		if err := ctrl.Watch(StoreSource(opts.Store, s.resource, log, s.mappers...)); err != nil {
 			return fmt.Errorf("controller %s: %w", s.name, err)
 		}
-		if s.name == "conversation" && convSource != nil {
-			// Out-of-band triggers, and agent edits (image, env, egress) that
-			// must reach the agent's conversations.
-			for _, src := range []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c))} {
-				if err := ctrl.Watch(src); err != nil {
-					return fmt.Errorf("controller %s: %w", s.name, err)
-				}
+		var extra []source.Source
+		switch {
+		case s.name == "conversation" && convSource != nil:
+			// Out-of-band triggers, agent edits (image, env, egress) and
+			// grant edits (tools, capabilities) that must reach the agent's
+			// conversations.
+			extra = []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c)),
+				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c))}
+		case s.name == "grant":
+			// Leases taken and lost, and subjects appearing or going.
+			extra = []source.Source{grantSource, StoreSource(opts.Store, "agents", log, grantsOfSubject(c))}
+		}
+		for _, src := range extra {
+			if err := ctrl.Watch(src); err != nil {
+				return fmt.Errorf("controller %s: %w", s.name, err)
 			}
 		}
 		go func() {
@@ -110,13 +132,7 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 	if opts.Runtime == nil {
 		return &PendingReconciler{Client: c, Resource: "conversations", Refs: conversationRefs}, nil
 	}
-	triggers := make(chan types.NamespacedName, 1024)
-	trigger := func(key types.NamespacedName) {
-		select {
-		case triggers <- key:
-		case <-ctx.Done():
-		}
-	}
+	trigger, src := triggerSource(ctx)
 	sessions := opts.Sessions
 	if sessions == nil {
 		sessions = &liveguest.Registry{DialTimeout: GuestDialTimeout}
@@ -132,7 +148,24 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 		}
 	}}
 	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Guests: sessions,
-		Egress: opts.Egress, Secrets: opts.Secrets, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger}
+		Egress: opts.Egress, Secrets: opts.Secrets, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger,
+		ToolBinary: opts.ToolBinary}
+	if opts.Leases != nil {
+		r.Leases = opts.Leases
+	}
+	return r, src
+}
+
+// triggerSource is a source fed by the returned function: out-of-band
+// reasons to reconcile an object (a guest connected, a lease lapsed).
+func triggerSource(ctx context.Context) (func(types.NamespacedName), source.Source) {
+	triggers := make(chan types.NamespacedName, 1024)
+	trigger := func(key types.NamespacedName) {
+		select {
+		case triggers <- key:
+		case <-ctx.Done():
+		}
+	}
 	src := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		go func() {
 			for {
@@ -146,7 +179,7 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 		}()
 		return nil
 	})
-	return r, src
+	return trigger, src
 }
 
 // conversationsOfAgent maps a changed agent to its conversations. (The

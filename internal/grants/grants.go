@@ -106,13 +106,14 @@ type Conflict struct {
 }
 
 // Effective returns the tools an agent holds from its grants (any order; only
-// those whose spec.subject is the agent and that validate count), sorted by
+// those whose spec.subject is the agent, that validate and, when delegated,
+// stay within their parent count), sorted by
 // name, and the name conflicts. Grants being deleted hold nothing.
 func Effective(all []v1alpha1.Grant, agent string) ([]Tool, []Conflict) {
 	grants := make([]*v1alpha1.Grant, 0, len(all))
 	for i := range all {
 		g := &all[i]
-		if g.Spec.Subject == agent && g.DeletionTimestamp == nil && len(Validate(&g.Spec)) == 0 {
+		if g.Spec.Subject == agent && g.DeletionTimestamp == nil && len(Validate(&g.Spec)) == 0 && DelegationValid(g, all) == nil {
 			grants = append(grants, g)
 		}
 	}
@@ -236,4 +237,59 @@ func backendEqual(a, b *v1alpha1.ToolGrant) bool {
 	x.TimeoutSeconds, y.TimeoutSeconds = 0, 0
 	x.Usage, y.Usage = "", ""
 	return equality.Semantic.DeepEqual(x, y)
+}
+
+// maxDelegationDepth bounds a chain of delegations (and breaks cycles).
+const maxDelegationDepth = 8
+
+// DelegationValid returns nil when a delegated grant stays within its parent:
+// the parent exists in all (the grants of the namespace), is held by the
+// agent that delegated, is itself valid, and holds every tool of child at
+// least as widely (Narrower, with each grant's attenuation folded in). A
+// grant without spec.delegation is valid.
+func DelegationValid(child *v1alpha1.Grant, all []v1alpha1.Grant) error {
+	return delegationValid(child, all, 0)
+}
+
+func delegationValid(child *v1alpha1.Grant, all []v1alpha1.Grant, depth int) error {
+	d := child.Spec.Delegation
+	if d == nil {
+		return nil
+	}
+	if depth >= maxDelegationDepth {
+		return fmt.Errorf("grant %q: delegation chain longer than %d", child.Name, maxDelegationDepth)
+	}
+	var parent *v1alpha1.Grant
+	for i := range all {
+		if all[i].Name == d.Parent && all[i].DeletionTimestamp == nil {
+			parent = &all[i]
+		}
+	}
+	switch {
+	case parent == nil:
+		return fmt.Errorf("parent grant %q is gone", d.Parent)
+	case parent.Spec.Subject != d.By:
+		return fmt.Errorf("parent grant %q is no longer held by %q", d.Parent, d.By)
+	}
+	if err := delegationValid(parent, all, depth+1); err != nil {
+		return err
+	}
+	for _, ct := range child.Spec.Tools {
+		c := *ct.DeepCopy()
+		c.Attenuation = Narrowest(ct.Attenuation, child.Spec.Attenuation)
+		var p *v1alpha1.ToolGrant
+		for _, pt := range parent.Spec.Tools {
+			if pt.Name == ct.Name {
+				p = pt.DeepCopy()
+				p.Attenuation = Narrowest(pt.Attenuation, parent.Spec.Attenuation)
+			}
+		}
+		if p == nil {
+			return fmt.Errorf("parent grant %q does not hold tool %q", d.Parent, ct.Name)
+		}
+		if err := Narrower(&c, p); err != nil {
+			return fmt.Errorf("wider than parent grant %q: %w", d.Parent, err)
+		}
+	}
+	return nil
 }

@@ -122,3 +122,39 @@ func TestNarrower(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestDelegationValid(t *testing.T) {
+	parent := grant("p", "alice", time.Hour, execTool("greet"))
+	parent.Spec.Tools[0].Attenuation = &v1alpha1.Attenuation{MaxCallsPerHour: 10}
+	child := grant("c", "bob", 0, execTool("greet"))
+	child.Spec.Delegation = &v1alpha1.Delegation{Parent: "p", By: "alice"}
+	child.Spec.Attenuation = &v1alpha1.Attenuation{MaxCallsPerHour: 5}
+	all := []v1alpha1.Grant{parent, child}
+	if err := DelegationValid(&all[1], all); err != nil {
+		t.Fatal(err)
+	}
+	if tools, _ := Effective(all, "bob"); len(tools) != 1 || tools[0].Parent != "p" {
+		t.Fatalf("bob holds %+v", tools)
+	}
+	wider := *child.DeepCopy()
+	wider.Spec.Attenuation.MaxCallsPerHour = 50
+	if err := DelegationValid(&wider, []v1alpha1.Grant{parent, wider}); err == nil {
+		t.Fatal("a wider delegation passed")
+	}
+	if tools, _ := Effective([]v1alpha1.Grant{parent, wider}, "bob"); len(tools) != 0 {
+		t.Fatalf("a wider delegation gives %+v", tools)
+	}
+	if err := DelegationValid(&all[1], []v1alpha1.Grant{child}); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("missing parent: %v", err)
+	}
+	moved := *parent.DeepCopy()
+	moved.Spec.Subject = "carol"
+	if err := DelegationValid(&all[1], []v1alpha1.Grant{moved, child}); err == nil {
+		t.Fatal("a parent no longer held by the delegator passed")
+	}
+	loop := grant("loop", "bob", 0, execTool("greet"))
+	loop.Spec.Delegation = &v1alpha1.Delegation{Parent: "loop", By: "bob"}
+	if err := DelegationValid(&loop, []v1alpha1.Grant{loop}); err == nil {
+		t.Fatal("a delegation cycle passed")
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +32,10 @@ const (
 	MarkSpawn = "!spawn" // start a grandchild process that sleeps forever
 	MarkRead  = "!read"  // "!read <path>": try to read a file and report the result
 	MarkID    = "!id"    // report uid and gid
+	// MarkRun is "!run CMD ARGS…" (the rest of the message): run a command
+	// from PATH, as a real CLI's shell tool would, and put its exit code and
+	// output in the reply.
+	MarkRun = "!run"
 	// MarkInstructions makes the reply report the standing instructions read at start.
 	MarkInstructions = "!instructions"
 )
@@ -308,7 +313,38 @@ func (s *session) replyText(turn int, text string) string {
 	if strings.Contains(text, MarkInstructions) {
 		reply += " | " + s.instructionsLine()
 	}
+	if i := strings.Index(text, MarkRun+" "); i >= 0 {
+		reply += " | " + runCommand(strings.Fields(text[i+len(MarkRun)+1:]))
+	}
 	return reply
+}
+
+// runTimeout bounds a "!run" command.
+const runTimeout = 60 * time.Second
+
+// runCommand runs argv (looked up on PATH, no shell) and reports
+// "run NAME: exit N: OUTPUT" on one line, or "run NAME: command not found".
+func runCommand(argv []string) string {
+	if len(argv) == 0 {
+		return "run: nothing to run"
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Sprintf("run %s: command not found", argv[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		return fmt.Sprintf("run %s: error: %v", argv[0], err)
+	}
+	return fmt.Sprintf("run %s: exit %d: %s", argv[0], code, strings.Join(strings.Fields(string(out)), " "))
 }
 
 // turnDelay is how long the turn stays busy.

@@ -107,3 +107,21 @@ func TestStandingInstructionsAreReported(t *testing.T) {
 		t.Fatalf("with instructions, exit %d:\n%s", code, out)
 	}
 }
+
+func TestRunMarkRunsACommandFromPath(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho hello \"$1\"\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(bin, "greet"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	out, code := runWithInput(t, "please !run greet world\n", "--delay", "0s")
+	if code != 0 || !strings.Contains(out, "| run greet: exit 3: hello world") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, _ = runWithInput(t, "please !run nosuchtool x\n", "--delay", "0s")
+	if !strings.Contains(out, "| run nosuchtool: command not found") {
+		t.Fatalf("ungranted:\n%s", out)
+	}
+}

@@ -1,0 +1,141 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/guest/toolwire"
+	"aicli.dev/aicli/internal/capability"
+	"aicli.dev/aicli/internal/grants"
+	"aicli.dev/aicli/internal/storeclient"
+	"aicli.dev/aicli/internal/tools"
+)
+
+// Refusal reasons the authorizer adds to the token's own (capability.Reason).
+const (
+	ReasonNoLease       = "no_lease"       // the conversation holds no unexpired lease
+	ReasonRevoked       = "revoked"        // the grant changed or is gone since the token was minted
+	ReasonQuotaExceeded = "quota_exceeded" // the tool's calls-per-hour cap is reached
+	ReasonNoSecret      = "secret_missing" // a secret the tool needs is not set
+	ReasonBadParams     = "param_mismatch" // the caller passed a pinned parameter with another value
+)
+
+// SecretReader reads supervisor-held secrets.
+type SecretReader interface {
+	Get(namespace, name string) ([]byte, error)
+}
+
+// Authorizer checks tool calls (tools.Authorizer): the conversation holds a
+// lease, the token verifies for this conversation, guest key, tool and
+// parameters, its grant is unchanged (and a delegated grant's parent still
+// covers it), the call cap holds; then it resolves the backend's secrets.
+type Authorizer struct {
+	Leases  *Manager
+	Keys    *capability.Keyring
+	Client  *storeclient.Client
+	Secrets SecretReader
+	Quota   *capability.Quota
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func refuse(reason, format string, args ...any) error {
+	return &tools.Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Authorize implements tools.Authorizer.
+func (a *Authorizer) Authorize(ctx context.Context, c tools.Caller, r toolwire.Request) (*tools.Authorization, error) {
+	v, lease, err := a.verify(c, r.Tool, r.Token, tools.ParseParams(r.Args))
+	if err != nil {
+		return nil, err
+	}
+	tool, grant, err := a.currentTool(ctx, lease.Namespace, v.Claims)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Quota.Allow(lease.Namespace+"/"+grant.Name+"/"+tool.Name, v.Claims.CallsPerHour, a.now()) {
+		return nil, refuse(ReasonQuotaExceeded, "%s: the cap of %d calls per hour is reached", tool.Name, v.Claims.CallsPerHour)
+	}
+	args, err := tools.ApplyPins(r.Args, v.Claims.Params)
+	if err != nil {
+		return nil, refuse(ReasonBadParams, "%s: %v", tool.Name, err)
+	}
+	secrets := map[string][]byte{}
+	for _, ref := range tool.SecretRefs {
+		val, err := a.Secrets.Get(lease.Namespace, ref.Name)
+		if err != nil {
+			return nil, refuse(ReasonNoSecret, "%s: secret %q is not available to the supervisor", tool.Name, ref.Name)
+		}
+		secrets[ref.Name] = val
+	}
+	return &tools.Authorization{
+		Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, Grant: grant.Name,
+		Tool: tool, Secrets: secrets, Args: args,
+	}, nil
+}
+
+// verify checks the lease and the token as presented on this connection.
+func (a *Authorizer) verify(c tools.Caller, tool, token string, params map[string]string) (capability.Verified, Lease, error) {
+	lease, ok := a.Leases.Lookup(c.ConversationUID)
+	if !ok {
+		return capability.Verified{}, Lease{}, refuse(ReasonNoLease, "this conversation holds no capability lease (it is not live)")
+	}
+	v, err := a.Keys.Verify(token, capability.Presentation{
+		Namespace: lease.Namespace, Conversation: c.ConversationUID, Holder: c.GuestFingerprint,
+		Tool: tool, Params: params, Now: a.now(),
+	})
+	var ref *capability.Refusal
+	if errors.As(err, &ref) {
+		return capability.Verified{}, Lease{}, refuse(string(ref.Reason), "%s: capability refused: %s", tool, ref.Detail)
+	}
+	if err != nil {
+		return capability.Verified{}, Lease{}, err
+	}
+	return v, lease, nil
+}
+
+// currentTool reads the token's grant: it must exist at the token's
+// generation, still name the tool, and (when delegated) stay within its parent.
+func (a *Authorizer) currentTool(ctx context.Context, namespace string, cl capability.Claims) (v1alpha1.ToolGrant, *v1alpha1.Grant, error) {
+	g := &v1alpha1.Grant{}
+	err := a.Client.Get(ctx, namespace, cl.Grant, g)
+	switch {
+	case apierrors.IsNotFound(err):
+		return v1alpha1.ToolGrant{}, nil, refuse(ReasonRevoked, "%s: grant %q was deleted", cl.Tool, cl.Grant)
+	case err != nil:
+		return v1alpha1.ToolGrant{}, nil, err
+	case g.Generation != cl.GrantGeneration || g.DeletionTimestamp != nil:
+		return v1alpha1.ToolGrant{}, nil, refuse(ReasonRevoked, "%s: grant %q changed since the capability was issued", cl.Tool, cl.Grant)
+	}
+	var tool *v1alpha1.ToolGrant
+	for i := range g.Spec.Tools {
+		if g.Spec.Tools[i].Name == cl.Tool {
+			tool = &g.Spec.Tools[i]
+		}
+	}
+	if tool == nil {
+		return v1alpha1.ToolGrant{}, nil, refuse(ReasonRevoked, "%s: grant %q no longer holds the tool", cl.Tool, cl.Grant)
+	}
+	if g.Spec.Delegation != nil {
+		var all v1alpha1.GrantList
+		if err := a.Client.List(ctx, namespace, &all, nil); err != nil {
+			return v1alpha1.ToolGrant{}, nil, err
+		}
+		if err := grants.DelegationValid(g, all.Items); err != nil {
+			return v1alpha1.ToolGrant{}, nil, refuse(ReasonRevoked, "%s: %v", cl.Tool, err)
+		}
+	}
+	return *tool, g, nil
+}
+
+func (a *Authorizer) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}

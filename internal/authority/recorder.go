@@ -1,0 +1,114 @@
+package authority
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/storeclient"
+	"aicli.dev/aicli/internal/tools"
+)
+
+// recordQueue bounds the calls waiting to be written; beyond it a call is
+// logged and dropped from the grant's history rather than slowing the caller.
+const recordQueue = 4096
+
+// Recorder writes each tool call as a status write of its Grant (so each call
+// is an event in the grant's history): counters, the last call, and the
+// conversation's count. Writes happen off the call path, one at a time.
+type Recorder struct {
+	Client *storeclient.Client
+	Logger *slog.Logger
+	// Charge, when set, is told the cost of each authorised call of a tool with costUSD.
+	Charge func(namespace, agent, costUSD string)
+
+	queue chan tools.CallRecord
+	done  chan struct{}
+}
+
+// Start runs the writer until ctx ends.
+func (r *Recorder) Start(ctx context.Context) {
+	r.queue = make(chan tools.CallRecord, recordQueue)
+	r.done = make(chan struct{})
+	go func() {
+		defer close(r.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case rec := <-r.queue:
+				r.write(ctx, rec)
+			}
+		}
+	}()
+}
+
+// Record implements tools.Recorder.
+func (r *Recorder) Record(rec tools.CallRecord) {
+	if rec.Auth != nil && rec.Auth.Tool.CostUSD != "" && r.Charge != nil {
+		r.Charge(rec.Auth.Namespace, rec.Auth.Agent, rec.Auth.Tool.CostUSD)
+	}
+	select {
+	case r.queue <- rec:
+	default:
+		r.Logger.Warn("tool call records are backing up; dropping one from the grant's history", "tool", rec.Tool)
+	}
+}
+
+// Flush waits until every queued record is written (tests).
+func (r *Recorder) Flush(ctx context.Context) {
+	for len(r.queue) > 0 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *Recorder) write(ctx context.Context, rec tools.CallRecord) {
+	ns, grant, conv := recordTarget(rec)
+	if grant == "" {
+		return // refused before the grant was known: nothing to attribute
+	}
+	call := v1alpha1.ToolCall{
+		Tool: rec.Tool, Conversation: conv, At: metav1.NewTime(rec.At), ExitCode: int32(rec.ExitCode),
+		DurationMillis: rec.Duration.Milliseconds(), BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Refused: rec.Refused,
+	}
+	for attempt := 0; attempt < 10; attempt++ {
+		g := &v1alpha1.Grant{}
+		if err := r.Client.Get(ctx, ns, grant, g); err != nil {
+			if !apierrors.IsNotFound(err) {
+				r.Logger.Warn("recording a tool call", "grant", ns+"/"+grant, "err", err)
+			}
+			return
+		}
+		if call.Refused != "" {
+			g.Status.Refused++
+		} else {
+			g.Status.Calls++
+		}
+		g.Status.LastCall = call.DeepCopy()
+		for i := range g.Status.Conversations {
+			if g.Status.Conversations[i].Name == conv && call.Refused == "" {
+				g.Status.Conversations[i].Calls++
+			}
+		}
+		err := r.Client.UpdateStatus(ctx, g)
+		if err == nil || !apierrors.IsConflict(err) {
+			if err != nil {
+				r.Logger.Warn("recording a tool call", "grant", ns+"/"+grant, "err", err)
+			}
+			return
+		}
+	}
+	r.Logger.Warn("recording a tool call: too many conflicts", "grant", ns+"/"+grant)
+}
+
+// recordTarget is the grant a call is attributed to.
+func recordTarget(rec tools.CallRecord) (namespace, grant, conversation string) {
+	if a := rec.Auth; a != nil {
+		return a.Namespace, a.Grant, a.Conversation
+	}
+	return rec.Namespace, rec.Grant, rec.Conversation
+}
