@@ -56,3 +56,7 @@ func (d Dir) SupervisorID() string { return filepath.Join(string(d), "supervisor
 // Secrets holds supervisor-held secrets (model API keys), one file per
 // namespace/name, mode 0600.
 func (d Dir) Secrets() string { return filepath.Join(string(d), "secrets") }
+
+// CapKeys holds the capability root keys, one file per namespace, mode 0600
+// (docs/decisions/0020-capabilities-leases-and-mounted-tools.md).
+func (d Dir) CapKeys() string { return filepath.Join(string(d), "capkeys") }
