@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"aicli.dev/aicli/internal/capability"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/secrets"
 	"aicli.dev/aicli/internal/supervisor"
@@ -63,7 +66,7 @@ func newRootCommand() *cobra.Command {
 		"also copy each CLI's raw output into its container's log (docker logs); costs the engine CPU on fast output")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	root.AddCommand(newTokenCommand(), newSecretCommand())
+	root.AddCommand(newTokenCommand(), newSecretCommand(), newCapKeyCommand())
 	return root
 }
 
@@ -162,4 +165,68 @@ func newSecretCommand() *cobra.Command {
 	set.Flags().StringVar(&file, "from-file", "", "read the value from this file (default: standard input)")
 	secret.AddCommand(set, del)
 	return secret
+}
+
+func newCapKeyCommand() *cobra.Command {
+	capkey := &cobra.Command{Use: "capkey", Short: "Manage the root keys of capability tokens (key bytes are never printed)"}
+	var dataDir string
+	var grace time.Duration
+	rotate := &cobra.Command{
+		Use:   "rotate NAMESPACE",
+		Short: "Make a new current key; older keys keep verifying for --grace, then are dropped",
+		Long: "Make a new current key for NAMESPACE. Tokens are minted under it from now on (a running supervisor\n" +
+			"notices the rewritten key file); tokens of older keys keep verifying until the grace ends.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := capability.OpenKeyring(layout.Dir(dataDir).CapKeys())
+			if err != nil {
+				return err
+			}
+			info, err := k.Rotate(args[0], grace)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), info.ID)
+			fmt.Fprintf(cmd.ErrOrStderr(), "capability key %s is current for %s; older keys retire by %s\n",
+				info.ID, args[0], info.Created.Add(grace).Format(time.RFC3339))
+			return nil
+		},
+	}
+	rotate.Flags().DurationVar(&grace, "grace", time.Hour, "how long tokens of older keys keep verifying")
+	list := &cobra.Command{
+		Use:   "list [NAMESPACE]",
+		Short: "List the keys that still verify, of one namespace or of all",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := capability.OpenKeyring(layout.Dir(dataDir).CapKeys())
+			if err != nil {
+				return err
+			}
+			namespaces := args
+			if len(namespaces) == 0 {
+				namespaces = k.ListNamespaces()
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAMESPACE\tKEY\tCREATED\tRETIRES\tCURRENT")
+			for _, ns := range namespaces {
+				keys, err := k.List(ns)
+				if err != nil {
+					return err
+				}
+				for _, key := range keys {
+					retires := "-"
+					if key.RetiresAt != nil {
+						retires = key.RetiresAt.Format(time.RFC3339)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\n", ns, key.ID, key.Created.Format(time.RFC3339), retires, key.Current)
+				}
+			}
+			return w.Flush()
+		},
+	}
+	for _, c := range []*cobra.Command{rotate, list} {
+		c.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
+	}
+	capkey.AddCommand(rotate, list)
+	return capkey
 }

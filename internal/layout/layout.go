@@ -59,3 +59,7 @@ func (d Dir) Secrets() string { return filepath.Join(string(d), "secrets") }
 
 // Tools holds the per-conversation tool directories (<Tools>/<conversation uid>).
 func (d Dir) Tools() string { return filepath.Join(string(d), "tools") }
+
+// CapKeys holds the capability root keys, one file per namespace, mode 0600
+// (docs/decisions/0020-capabilities-leases-and-mounted-tools.md).
+func (d Dir) CapKeys() string { return filepath.Join(string(d), "capkeys") }
