@@ -13,7 +13,7 @@ import (
 // streamFunc adapts a function to gateway.GuestStreamHandler.
 type streamFunc func(conv string, st net.Conn)
 
-func (f streamFunc) ServeGuestStream(conv string, st net.Conn) { f(conv, st) }
+func (f streamFunc) ServeGuestStream(g gateway.GuestStream, st net.Conn) { f(g.ConversationID, st) }
 
 // TestGuestOpenedStreams: a stream the guest opens reaches Options.GuestStreams with the conversation id, both
 // directions work, and the supervisor's own requests to the guest keep working alongside.

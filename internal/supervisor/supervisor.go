@@ -147,7 +147,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer egressSrv.Close()
-	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: egressSrv,
+	// Guest-opened streams: egress, and mounted-tool calls once a tool server is plugged into the router (Tools).
+	streams := &gateway.StreamRouter{Egress: egressSrv}
+	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: streams,
 		MirrorOutput: cfg.MirrorCLIOutput})
 	if err != nil {
 		return err
