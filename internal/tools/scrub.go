@@ -36,33 +36,64 @@ func (s *scrubber) push(p []byte) []byte {
 	}
 	buf := make([]byte, 0, len(s.pending)+len(p))
 	buf = append(append(buf, s.pending...), p...)
-	for _, v := range s.secrets {
-		if bytes.Contains(buf, v) {
-			buf = bytes.ReplaceAll(buf, v, []byte(Redacted))
-		}
-	}
-	hold := s.holdback(buf)
-	s.pending = append(s.pending[:0], buf[len(buf)-hold:]...)
-	return buf[:len(buf)-hold]
+	out, rest := s.scan(buf, false)
+	s.pending = append(s.pending[:0], rest...)
+	return out
 }
 
-// flush returns what is held back; it holds no whole secret.
+// flush returns what is held back, scrubbed.
 func (s *scrubber) flush() []byte {
-	out := s.pending
+	out, _ := s.scan(s.pending, true)
 	s.pending = nil
 	return out
 }
 
-// holdback is the length of the longest suffix of buf that is a proper prefix of a secret.
-func (s *scrubber) holdback(buf []byte) int {
-	best := 0
-	for _, v := range s.secrets {
-		for k := min(len(v)-1, len(buf)); k > best; k-- {
-			if bytes.Equal(buf[len(buf)-k:], v[:k]) {
-				best = k
-				break
+// scan replaces every secret in buf, left to right and longest first, and — unless final — stops at the first
+// position from which the rest could still grow into a secret, returning that rest unscrubbed.
+func (s *scrubber) scan(buf []byte, final bool) (out, rest []byte) {
+	out = make([]byte, 0, len(buf)+len(Redacted))
+	i := 0
+	for {
+		j, n := s.next(buf, i)
+		if !final {
+			limit := len(buf)
+			if j >= 0 {
+				limit = j + 1
+			}
+			for k := max(i, len(buf)-s.maxLen()+1); k < limit; k++ {
+				if s.couldGrow(buf[k:]) {
+					return append(out, buf[i:k]...), buf[k:]
+				}
 			}
 		}
+		if j < 0 {
+			return append(out, buf[i:]...), nil
+		}
+		out = append(append(out, buf[i:j]...), Redacted...)
+		i = j + n
 	}
-	return best
 }
+
+// next finds the earliest secret at or after i (the longest at that position); j is -1 when there is none.
+func (s *scrubber) next(buf []byte, i int) (j, n int) {
+	j = -1
+	for _, v := range s.secrets {
+		if k := bytes.Index(buf[i:], v); k >= 0 && (j < 0 || i+k < j) {
+			j, n = i+k, len(v)
+		}
+	}
+	return j, n
+}
+
+// couldGrow reports whether t is a proper prefix of a secret.
+func (s *scrubber) couldGrow(t []byte) bool {
+	for _, v := range s.secrets {
+		if len(v) > len(t) && bytes.HasPrefix(v, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLen is the longest secret's length.
+func (s *scrubber) maxLen() int { return len(s.secrets[0]) }
