@@ -57,7 +57,8 @@ type Config struct {
 	// Ready, when set, is called once the supervisor serves requests.
 	Ready func(*Supervisor)
 	// ArtifactDir holds the guest binaries the image definitions copy
-	// (aicli-guest, aicli-fake-cli); default: the supervisor's own directory.
+	// (aicli-guest, aicli-fake-cli) and aicli-tool, which is mounted into
+	// conversations; default: the supervisor's own directory.
 	ArtifactDir string
 	// ReapInterval is the orphan-container sweep period (default 1m).
 	ReapInterval time.Duration
