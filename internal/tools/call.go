@@ -159,4 +159,3 @@ func (c *call) run(ctx context.Context, req toolwire.Request, auth *Authorizatio
 		c.exit(toolwire.Exit{Code: code})
 	}
 }
-

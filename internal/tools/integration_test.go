@@ -85,7 +85,10 @@ func newStack(tb testing.TB, auth *fakeAuth) *stack {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{}, 2)
-	go func() { _ = sidechannel.Serve(ctx, boot, server.NewHandler(nil, quiet, server.WithCapabilities(relay)), quiet); served <- struct{}{} }()
+	go func() {
+		_ = sidechannel.Serve(ctx, boot, server.NewHandler(nil, quiet, server.WithCapabilities(relay)), quiet)
+		served <- struct{}{}
+	}()
 	go func() { _ = relay.Serve(ctx); served <- struct{}{} }()
 	tb.Cleanup(func() { cancel(); <-served; <-served })
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -182,4 +185,3 @@ func relayCall(tb testing.TB, socket, tool string) int {
 	_, _ = io.Copy(io.Discard, c)
 	return r.exit.Code
 }
-
