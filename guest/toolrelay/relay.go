@@ -19,7 +19,7 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultMaxConns       = 64
+	DefaultMaxConns       = 32
 	DefaultOpenTimeout    = 30 * time.Second
 	DefaultRequestTimeout = 10 * time.Second
 )
@@ -36,8 +36,8 @@ type Options struct {
 	// Socket is the unix socket path (default toolwire.DefaultSocketPath). Its directory is created 0755 and the
 	// socket is made 0666, so the CLI user (another uid) can connect.
 	Socket string
-	// MaxConns bounds concurrent calls (default 64, below the gateway's streams per guest); more are answered
-	// with a refusal at once.
+	// MaxConns bounds concurrent calls (default 32: with egress's 192 it stays below the gateway's 256 streams
+	// per guest, which would disconnect the guest); more are answered with a refusal at once.
 	MaxConns int
 	// OpenTimeout bounds opening the side-channel stream (default 30s).
 	OpenTimeout time.Duration

@@ -139,8 +139,8 @@ func (c *call) run(ctx context.Context, req toolwire.Request, auth *Authorizatio
 	}()
 	switch {
 	case errors.Is(cause, errCallerGone) || out.Err() != nil:
-		c.exited = true // nobody to tell
-		c.rec.ExitCode, c.rec.Refused = -1, "caller_gone"
+		c.exited = true // nobody to tell: recorded as a call that did not run to an exit
+		c.rec.ExitCode = -1
 	case errors.Is(cause, errStdinLimit):
 		c.exit(toolwire.Exit{Code: toolwire.ExitRefused, Refused: toolwire.RefusedStdinTooLarge, Message: req.Tool + ": " + cause.Error()})
 	case errors.Is(cause, errOutputLimit):
