@@ -11,7 +11,8 @@ import (
 
 // BenchmarkToolCallRoundTrip measures one mounted-tool call end to end in-process — caller → guest relay socket →
 // side-channel stream over the real gateway session → router → tool server → exec of `true` → exit code back —
-// against running `true` directly with os/exec. Each reports p50 and p99 per call.
+// against the tool server alone (over an in-memory pipe) and running `true` directly with os/exec. Each reports
+// p50 and p99 per call.
 func BenchmarkToolCallRoundTrip(b *testing.B) {
 	truePath, err := exec.LookPath("true")
 	if err != nil {
@@ -26,6 +27,18 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 			start := time.Now()
 			if code := relayCall(b, st.socket, "t"); code != 0 {
 				b.Fatalf("exit %d", code)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		reportPercentiles(b, lat)
+	})
+	b.Run("server-only", func(b *testing.B) { // the tool server over an in-memory pipe: no relay, no side channel
+		s, _ := newServer(b, &fakeAuth{tools: map[string]*tools.Authorization{"t": execTool("t", truePath)}})
+		lat := make([]time.Duration, 0, b.N)
+		for range b.N {
+			start := time.Now()
+			if r := call(b, s, "t", ""); r.exit.Code != 0 {
+				b.Fatalf("exit %+v", r.exit)
 			}
 			lat = append(lat, time.Since(start))
 		}

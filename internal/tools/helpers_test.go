@@ -63,7 +63,7 @@ func execTool(name, cmd string, args ...string) *tools.Authorization {
 			Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: cmd, Args: args}}}}
 }
 
-func newServer(t *testing.T, auth *fakeAuth, mod ...func(*tools.Options)) (*tools.Server, *records) {
+func newServer(t testing.TB, auth *fakeAuth, mod ...func(*tools.Options)) (*tools.Server, *records) {
 	t.Helper()
 	rec := &records{}
 	opts := tools.Options{Authorizer: auth, Recorder: rec, RequestTimeout: 2 * time.Second}
