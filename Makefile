@@ -15,6 +15,7 @@ build: ## Build the supervisor, aictl and the guest binaries into bin/.
 	go build -o $(BIN)/aictl ./cmd/aictl
 	@if [ -d cmd/aicli-guest ]; then $(GO_STATIC) -o $(BIN)/aicli-guest ./cmd/aicli-guest; fi
 	@if [ -d cmd/aicli-fake-cli ]; then $(GO_STATIC) -o $(BIN)/aicli-fake-cli ./cmd/aicli-fake-cli; fi
+	@if [ -d cmd/aicli-tool ]; then $(GO_STATIC) -o $(BIN)/aicli-tool ./cmd/aicli-tool; fi
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods for apis/.

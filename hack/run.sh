@@ -11,6 +11,7 @@ make_bin() {
   go build -o bin/aictl ./cmd/aictl
   if [ -d cmd/aicli-guest ]; then CGO_ENABLED=0 go build -trimpath -o bin/aicli-guest ./cmd/aicli-guest; fi
   if [ -d cmd/aicli-fake-cli ]; then CGO_ENABLED=0 go build -trimpath -o bin/aicli-fake-cli ./cmd/aicli-fake-cli; fi
+  if [ -d cmd/aicli-tool ]; then CGO_ENABLED=0 go build -trimpath -o bin/aicli-tool ./cmd/aicli-tool; fi
 }
 make_bin
 echo "run.sh: supervisor starting; in another shell: export PATH=\$PWD/bin:\$PATH; aictl apply -f config/samples/" >&2

@@ -2,7 +2,8 @@
 // container. Without a bootstrap environment it is a transparent stdio proxy
 // around the image's default harness CLI; with one it dials the supervisor's
 // side channel, serves the AiCliPty contract there, and serves the loopback
-// egress listeners (guest/egress) whose traffic leaves only through it.
+// egress listeners (guest/egress) and the tool relay (guest/toolrelay) whose
+// traffic leaves only through it.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"aicli.dev/aicli/guest/egress"
 	"aicli.dev/aicli/guest/reaper"
 	"aicli.dev/aicli/guest/sidechannel"
+	"aicli.dev/aicli/guest/toolrelay"
 )
 
 // gcPercent is the guest's GOGC unless the environment sets one. The
@@ -64,13 +66,29 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if supervised {
+		boot.Outbound = &sidechannel.Outbound{}
 		if os.Getenv(egress.EnvEgress) != "off" {
-			boot.Outbound = &sidechannel.Outbound{}
 			startEgress(ctx, boot.Outbound, log)
+		}
+		if cfg.ToolSocket != "" {
+			d.Tools = startTools(ctx, cfg.ToolSocket, boot.Outbound, log)
 		}
 		return d.RunSupervised(ctx, boot)
 	}
 	return d.RunTransparent(ctx)
+}
+
+// startTools serves the tool relay, whose calls leave the container only as side-channel streams to the
+// supervisor. A listen failure is logged and the CLI gets no tools (nil).
+func startTools(ctx context.Context, socket string, out *sidechannel.Outbound, log *slog.Logger) *toolrelay.Relay {
+	r, err := toolrelay.Listen(toolrelay.Options{Streams: out, Socket: socket, Logger: log})
+	if err != nil {
+		log.Error("tool relay", "err", err)
+		return nil
+	}
+	log.Info("tool relay listening", "socket", r.Addr())
+	go func() { _ = r.Serve(ctx) }()
+	return r
 }
 
 // startEgress serves the loopback provider port and forward proxy, whose connections leave the container only as

@@ -9,10 +9,12 @@ import (
 	"aicli.dev/aicli/internal/imagebuild"
 )
 
-// guestBins are the binaries the shipped image definitions copy.
+// guestBins are the binaries the shipped image definitions copy, and aicli-tool, which the supervisor mounts into
+// conversations from the same artifact directory.
 var guestBins = map[string]string{
 	"aicli-guest":    "./cmd/aicli-guest",
 	"aicli-fake-cli": "./cmd/aicli-fake-cli",
+	"aicli-tool":     "./cmd/aicli-tool",
 }
 
 // guestImages memoises the guest artifacts and images of one suite process.

@@ -9,6 +9,7 @@ import (
 	scwire "aicli.dev/aicli/guest/sidechannel/wire"
 
 	"aicli.dev/aicli/guest/ptyhost"
+	"aicli.dev/aicli/guest/toolwire"
 )
 
 // Environment variables the guest reads (besides the side-channel bootstrap).
@@ -24,6 +25,9 @@ const (
 	// EnvMirrorOutput ("1" or "0", default "0") says whether a supervised guest also copies the CLI's raw output
 	// to its stdout (see scwire.EnvMirrorOutput).
 	EnvMirrorOutput = scwire.EnvMirrorOutput
+	// EnvToolSocket is where a supervised guest's tool relay listens (default toolwire.DefaultSocketPath; "off"
+	// serves no tools). The CLI gets the path in the same variable.
+	EnvToolSocket = toolwire.EnvSocket
 )
 
 // Config is the guest daemon's configuration.
@@ -40,6 +44,8 @@ type Config struct {
 	ExitLinger time.Duration
 	// MirrorSupervised copies the CLI's output to stdout in supervised mode too.
 	MirrorSupervised bool
+	// ToolSocket is the tool relay's socket in supervised mode; empty serves no tools.
+	ToolSocket string
 }
 
 // ConfigFromEnv reads the configuration from the environment.
@@ -47,6 +53,10 @@ func ConfigFromEnv() (Config, error) {
 	c := Config{
 		Harness: envOr(EnvHarness, "fake"), FakeCLI: envOr(EnvFakeCLI, "aicli-fake-cli"),
 		Home: envOr(EnvHome, ptyhost.DefaultHome), WorkDir: os.Getenv(EnvWorkDir),
+		ToolSocket: envOr(EnvToolSocket, toolwire.DefaultSocketPath),
+	}
+	if c.ToolSocket == "off" {
+		c.ToolSocket = ""
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = ptyhost.DefaultWorkDir

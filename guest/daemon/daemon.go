@@ -19,6 +19,8 @@ import (
 	"aicli.dev/aicli/guest/ptyhost"
 	"aicli.dev/aicli/guest/server"
 	"aicli.dev/aicli/guest/sidechannel"
+	"aicli.dev/aicli/guest/toolrelay"
+	"aicli.dev/aicli/guest/toolwire"
 )
 
 // Daemon runs one CLI in one of the two modes.
@@ -29,6 +31,9 @@ type Daemon struct {
 	Waiter ptyhost.Waiter
 	Stdin  *os.File
 	Stdout *os.File
+	// Tools, when set in supervised mode, is the tool relay: the guest API's PUT /v1/capabilities fills it and the
+	// CLI finds its socket in AICLI_TOOL_SOCKET.
+	Tools *toolrelay.Relay
 }
 
 // newHost makes the PTY host; mirror sends the CLI's output to d.Stdout too.
@@ -43,6 +48,9 @@ func (d *Daemon) newHost(passthrough, mirror bool) (*ptyhost.Host, error) {
 	}
 	if mirror {
 		opts.Mirror = d.Stdout
+	}
+	if d.Tools != nil {
+		opts.BaseEnv = []string{"PATH=" + ptyhost.DefaultPath, "LANG=C.UTF-8", toolwire.EnvSocket + "=" + d.Tools.Addr()}
 	}
 	h, err := ptyhost.New(opts)
 	if err != nil {
@@ -123,7 +131,11 @@ func (d *Daemon) RunSupervised(ctx context.Context, boot sidechannel.Bootstrap) 
 	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- sidechannel.Serve(sctx, boot, server.NewHandler(h, d.Log), d.Log) }()
+	var hopts []server.Option
+	if d.Tools != nil {
+		hopts = append(hopts, server.WithCapabilities(d.Tools))
+	}
+	go func() { served <- sidechannel.Serve(sctx, boot, server.NewHandler(h, d.Log, hopts...), d.Log) }()
 	d.Log.Info("supervised mode", "conversation", boot.ConversationID, "socket", boot.SocketPath)
 	select {
 	case <-ctx.Done():

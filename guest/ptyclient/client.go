@@ -230,3 +230,8 @@ func followNDJSON[T any](ctx context.Context, c *Client, path string, fn func(T)
 		}
 	}
 }
+
+// SetCapabilities replaces the guest's capability set (docs/decisions/0020). Tokens cannot be read back.
+func (c *Client) SetCapabilities(ctx context.Context, caps ptyapi.Capabilities) error {
+	return c.call(ctx, http.MethodPut, server.PathCapabilities, caps, nil)
+}

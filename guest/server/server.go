@@ -27,6 +27,9 @@ const (
 	PathTranscript  = "/v1/transcript"   // GET → application/x-ndjson, one ptyapi.TranscriptEntry per line
 	PathStatusWatch = "/v1/status/watch" // GET → application/x-ndjson, one ptyapi.StatusInfo per line
 	PathHealth      = "/v1/healthz"      // GET → 200
+	// PathCapabilities replaces the guest's capability set (PUT ptyapi.Capabilities → 204). There is no GET:
+	// tokens are never read back.
+	PathCapabilities = "/v1/capabilities"
 )
 
 // TrailerStreamError is the HTTP trailer that ends a stream cut short by an
@@ -67,12 +70,21 @@ type ErrorDetail struct {
 // Handler serves p with no logging.
 func Handler(p ptyapi.PTY) http.Handler { return NewHandler(p, nil) }
 
+// Option configures NewHandler.
+type Option func(*srv)
+
+// WithCapabilities serves PUT PathCapabilities into cs; without it the route answers unsupported.
+func WithCapabilities(cs ptyapi.CapabilitySetter) Option { return func(s *srv) { s.caps = cs } }
+
 // NewHandler serves p, logging failures to log (nil: discard).
-func NewHandler(p ptyapi.PTY, log *slog.Logger) http.Handler {
+func NewHandler(p ptyapi.PTY, log *slog.Logger, opts ...Option) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &srv{p: p, log: log}
+	for _, o := range opts {
+		o(s)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathStart, s.start)
 	mux.HandleFunc("POST "+PathSendString, s.sendString)
@@ -86,13 +98,15 @@ func NewHandler(p ptyapi.PTY, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST "+PathStop, s.stop)
 	mux.HandleFunc("GET "+PathTranscript, s.transcript)
 	mux.HandleFunc("GET "+PathStatusWatch, s.statusWatch)
+	mux.HandleFunc("PUT "+PathCapabilities, s.setCapabilities)
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
 }
 
 type srv struct {
-	p   ptyapi.PTY
-	log *slog.Logger
+	p    ptyapi.PTY
+	log  *slog.Logger
+	caps ptyapi.CapabilitySetter
 }
 
 // HTTPStatus maps a contract error code to its HTTP status.

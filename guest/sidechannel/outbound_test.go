@@ -16,7 +16,8 @@ import (
 // streamEcho answers every guest-opened stream with "conv:" and what it read.
 type streamEcho struct{}
 
-func (streamEcho) ServeGuestStream(conv string, st net.Conn) {
+func (streamEcho) ServeGuestStream(g gateway.GuestStream, st net.Conn) {
+	conv := g.ConversationID
 	defer func() { _ = st.Close() }()
 	b, _ := io.ReadAll(st)
 	_, _ = st.Write([]byte(conv + ":" + string(b)))

@@ -11,6 +11,7 @@ section store;       hack/bench/store-bench.sh
 section supervisor;  go test -run '^$' -bench . -benchtime 1x ./cmd/aicli-supervisor/ | grep -E '^Benchmark'
 section aictl;       go test -run '^$' -bench GetAgents1000 ./internal/aictl/... | grep -E '^Benchmark' || true
 section gateway;     go test -run '^$' -bench . ./internal/gateway/ | grep -E '^Benchmark' || true
+section tools;       go test -run '^$' -bench ToolCallRoundTrip -benchtime 1500x ./internal/tools/ | grep -E '^Benchmark' || true
 section guest-pty;   go test -run '^$' -bench . ./guest/ptyhost/ | grep -E '^Benchmark' || true
 section runtime;     hack/bench/runtime-bench.sh
 if [ -x hack/bench/guest-bench.sh ]; then section guest-e2e; hack/bench/guest-bench.sh; fi

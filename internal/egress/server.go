@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"aicli.dev/aicli/guest/egress/egresswire"
+	"aicli.dev/aicli/internal/gateway"
 )
 
 // Defaults for Options.
@@ -200,7 +201,8 @@ func (s *Server) Close() error {
 
 // ServeGuestStream implements gateway.GuestStreamHandler: it bounds, reads the header, checks the policy and
 // serves or refuses the stream. It closes the stream before returning.
-func (s *Server) ServeGuestStream(conversationUID string, raw net.Conn) {
+func (s *Server) ServeGuestStream(g gateway.GuestStream, raw net.Conn) {
+	conversationUID := g.ConversationID
 	stream := &killConn{Conn: raw}
 	defer func() { _ = stream.Close() }()
 	if reason, ok := s.acquire(conversationUID, stream); !ok {

@@ -10,8 +10,9 @@
 // frame from the supervisor, each a 4-byte big-endian length plus strict JSON (at most 16 KiB), all within
 // Options.HandshakeTimeout. After an OK reply the connection carries yamux (keepalive every 15 s): the supervisor
 // is the yamux client and opens one stream per HTTP connection; the guest accepts them and serves HTTP. The guest
-// may open streams too (egress): the gateway accepts them and hands each to Options.GuestStreams; a guest holding
-// more than Options.MaxGuestStreams streams is disconnected.
+// may open streams too (egress, tool calls): the gateway accepts them and hands each to Options.GuestStreams with
+// the conversation and guest key fingerprint of the connection (GuestStream); StreamRouter dispatches them by their
+// egresswire header kind. A guest holding more than Options.MaxGuestStreams streams is disconnected.
 //
 // Launch tokens are 32 random bytes (base64url). Only their SHA-256 is stored, through the TokenStore seam in
 // bucket "gateway-launch", together with the conversation id and expiry. A token is spent (atomically taken from

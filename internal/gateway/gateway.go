@@ -62,11 +62,20 @@ type Options struct {
 // DefaultMaxGuestStreams is the default of Options.MaxGuestStreams.
 const DefaultMaxGuestStreams = 256
 
+// GuestStream says where a guest-opened stream comes from, as the gateway knows it from the connection (never from
+// anything the guest sends on the stream).
+type GuestStream struct {
+	// ConversationID is the conversation the guest connection was admitted for.
+	ConversationID string
+	// GuestFingerprint is the "sha256:<hex>" fingerprint of the guest key proven in the connection's handshake.
+	GuestFingerprint string
+}
+
 // GuestStreamHandler serves streams opened by a guest. ServeGuestStream runs on its own goroutine per stream and
 // owns stream (it must close it); it should return promptly once the conversation's connection ends (the stream
 // then fails every read and write).
 type GuestStreamHandler interface {
-	ServeGuestStream(conversationID string, stream net.Conn)
+	ServeGuestStream(g GuestStream, stream net.Conn)
 }
 
 // Gateway accepts guest connections for prepared conversations. It is safe for concurrent use.

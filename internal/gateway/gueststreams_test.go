@@ -13,7 +13,37 @@ import (
 // streamFunc adapts a function to gateway.GuestStreamHandler.
 type streamFunc func(conv string, st net.Conn)
 
-func (f streamFunc) ServeGuestStream(conv string, st net.Conn) { f(conv, st) }
+func (f streamFunc) ServeGuestStream(g gateway.GuestStream, st net.Conn) { f(g.ConversationID, st) }
+
+// streamFP records the GuestStream of every stream and closes it.
+type streamFP chan gateway.GuestStream
+
+func (f streamFP) ServeGuestStream(g gateway.GuestStream, st net.Conn) {
+	_ = st.Close()
+	f <- g
+}
+
+// TestGuestStreamFingerprint: the handler learns the guest key fingerprint of the connection the stream came on.
+func TestGuestStreamFingerprint(t *testing.T) {
+	seen := make(streamFP, 1)
+	e := newEnv(t, func(o *gateway.Options) { o.GuestStreams = seen })
+	s := dialServe(t, e.prepare("conv-fp"))
+	gc := waitGuest(t, e.g, "conv-fp")
+	st, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	_, _ = st.Write([]byte("x"))
+	select {
+	case g := <-seen:
+		if g.ConversationID != "conv-fp" || g.GuestFingerprint == "" || g.GuestFingerprint != gc.GuestFingerprint() {
+			t.Fatalf("handler saw %+v, connection fingerprint %q", g, gc.GuestFingerprint())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stream reached the handler")
+	}
+}
 
 // TestGuestOpenedStreams: a stream the guest opens reaches Options.GuestStreams with the conversation id, both
 // directions work, and the supervisor's own requests to the guest keep working alongside.

@@ -95,7 +95,7 @@ func (g *Gateway) acceptGuestStreams(convID string, gc *GuestConn) {
 			_ = st.Close()
 			continue
 		}
-		go g.opts.GuestStreams.ServeGuestStream(convID, st)
+		go g.opts.GuestStreams.ServeGuestStream(GuestStream{ConversationID: convID, GuestFingerprint: gc.fp}, st)
 	}
 }
 

@@ -57,7 +57,8 @@ type Config struct {
 	// Ready, when set, is called once the supervisor serves requests.
 	Ready func(*Supervisor)
 	// ArtifactDir holds the guest binaries the image definitions copy
-	// (aicli-guest, aicli-fake-cli); default: the supervisor's own directory.
+	// (aicli-guest, aicli-fake-cli) and aicli-tool, which is mounted into
+	// conversations; default: the supervisor's own directory.
 	ArtifactDir string
 	// ReapInterval is the orphan-container sweep period (default 1m).
 	ReapInterval time.Duration
@@ -147,7 +148,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer egressSrv.Close()
-	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: egressSrv,
+	// Guest-opened streams: egress, and mounted-tool calls once a tool server is plugged into the router (Tools).
+	streams := &gateway.StreamRouter{Egress: egressSrv}
+	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: streams,
 		MirrorOutput: cfg.MirrorCLIOutput})
 	if err != nil {
 		return err

@@ -24,11 +24,14 @@ const (
 	KindProvider Kind = "provider"
 	// KindProxy carries a raw byte tunnel to Header.Target (an HTTP CONNECT, or one plain-HTTP proxy request).
 	KindProxy Kind = "proxy"
+	// KindTool carries one mounted-tool call in the guest/toolwire framing (docs/decisions/0020); the supervisor
+	// answers with toolwire frames, not a Reply.
+	KindTool Kind = "tool"
 )
 
 // Header is the guest's first frame on an egress stream.
 type Header struct {
-	// Kind is provider or proxy.
+	// Kind is provider, proxy or tool.
 	Kind Kind `json:"kind"`
 	// Target is "host:port" for KindProxy and empty for KindProvider.
 	Target string `json:"target,omitempty"`

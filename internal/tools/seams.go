@@ -1,0 +1,78 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/guest/toolwire"
+)
+
+// Caller is who presents a call, as the gateway knows it from the connection.
+type Caller struct {
+	// ConversationUID is the conversation the guest connection was admitted for.
+	ConversationUID string
+	// GuestFingerprint is the guest key's fingerprint from the side-channel handshake.
+	GuestFingerprint string
+}
+
+// Authorizer decides a call. A *Refusal error refuses it with that reason and message (exit 126); any other error
+// refuses it as an internal error, and is logged.
+type Authorizer interface {
+	Authorize(ctx context.Context, c Caller, r toolwire.Request) (*Authorization, error)
+}
+
+// Authorization is what an authorised call runs with.
+type Authorization struct {
+	// Namespace, Agent, Conversation and Grant name where the authority comes from.
+	Namespace, Agent, Conversation, Grant string
+	// Tool is the granted tool: backend, timeoutSeconds, usage and secretRefs.
+	Tool v1alpha1.ToolGrant
+	// Secrets maps a secretRef name to its value, resolved by the authorizer.
+	Secrets map[string][]byte
+	// Args are the arguments to run with (pinned parameters applied).
+	Args []string
+}
+
+// Refusal is an authorizer's (or the server's own) refusal of a call.
+type Refusal struct {
+	// Reason is machine-readable (e.g. revoked, expired, param_mismatch).
+	Reason string
+	// Message is shown to the caller.
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
+
+// CallRecord is what happened in one call; it never holds arguments or secrets.
+type CallRecord struct {
+	Caller Caller
+	// Auth is nil when the call was refused before authorization succeeded.
+	Auth *Authorization
+	// Tool is the tool named in the request (empty when the request was unreadable).
+	Tool string
+	// Op is the request's op.
+	Op toolwire.Op
+	// At is when the call arrived.
+	At time.Time
+	// Duration is how long it took.
+	Duration time.Duration
+	// ExitCode is the exit code sent to the caller.
+	ExitCode int
+	// BytesIn counts argument and stdin bytes; BytesOut stdout and stderr bytes sent.
+	BytesIn, BytesOut int64
+	// Refused is the refusal reason, empty for a call that ran.
+	Refused string
+}
+
+// Recorder receives every call's record (authorised or refused). Record may be called concurrently and should not
+// block for long: it runs after the caller has its exit code.
+type Recorder interface {
+	Record(CallRecord)
+}
+
+// Delegator serves `aicli-tool delegate`: token is the caller's delegate capability. The message is printed to the
+// caller. A *Refusal error refuses it (exit 126).
+type Delegator interface {
+	Delegate(ctx context.Context, c Caller, token string, d toolwire.DelegateArgs) (message string, err error)
+}
