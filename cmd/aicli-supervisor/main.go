@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -19,6 +17,7 @@ import (
 
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/secrets"
+	"aicli.dev/aicli/internal/secrets/secretwire"
 	"aicli.dev/aicli/internal/supervisor"
 )
 
@@ -127,17 +126,19 @@ func newSecretCommand() *cobra.Command {
 		Short: "Store a secret from --from-file or standard input (never from the command line)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var value []byte
-			var err error
-			if file == "" || file == "-" {
-				value, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				value, err = os.ReadFile(file)
+			in := cmd.InOrStdin()
+			if file != "" && file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
 			}
+			value, err := secretwire.ReadValue(in)
 			if err != nil {
 				return err
 			}
-			value = bytes.TrimRight(value, "\r\n")
 			if err := (secrets.Store{Dir: layout.Dir(dataDir).Secrets()}).Set(namespace, name, value); err != nil {
 				return err
 			}
