@@ -171,6 +171,15 @@ func printObjects(w io.Writer, format string, objs []unstructured.Unstructured, 
 	}
 }
 
+// encodeOutput prints v for -o json or -o yaml, the formats of the commands
+// that print something other than objects.
+func encodeOutput(w io.Writer, format string, v any) error {
+	if format != "json" && format != "yaml" {
+		return fmt.Errorf("unknown output format %q: allowed formats are json, yaml (default: table)", format)
+	}
+	return encode(w, format, v)
+}
+
 func encode(w io.Writer, format string, v any) error {
 	if format == "json" {
 		b, err := json.MarshalIndent(v, "", "    ")
