@@ -38,6 +38,7 @@ import (
 	"aicli.dev/aicli/internal/secrets/secretapi"
 	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/toolcalls/toolcallapi"
 	"aicli.dev/aicli/internal/transcript"
 )
 
@@ -188,6 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Logger: log}).Register(api)
 	secretapi.Mount(api, secretStore)
+	toolcallapi.Register(api, st)
 
 	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
 	if err != nil {
