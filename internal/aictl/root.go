@@ -110,6 +110,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newArchiveCommand(g),
 		newSpendCommand(g),
 		newSecretCommand(g),
+		newToolCallsCommand(g),
 	)
 	return root
 }
