@@ -80,11 +80,19 @@ func (p *tablePrinter) row(obj *unstructured.Unstructured) []string {
 
 // cell evaluates the column like the API server's CRD table convertor: the
 // first result, formatted by the column type; missing values print as
-// "<none>".
+// "<none>". Unlike the convertor, a string column whose path yields several
+// values (`.spec.tools[*].name`) prints them all, comma-separated.
 func (c column) cell(obj map[string]any, now time.Time) string {
 	results, err := c.path.FindResults(obj)
 	if err != nil || len(results) == 0 || len(results[0]) == 0 {
 		return "<none>"
+	}
+	if c.typ == "string" && len(results[0]) > 1 {
+		vals := make([]string, 0, len(results[0]))
+		for _, r := range results[0] {
+			vals = append(vals, fmt.Sprint(r.Interface()))
+		}
+		return strings.Join(vals, ",")
 	}
 	v := results[0][0].Interface()
 	if v == nil {
