@@ -126,16 +126,7 @@ func newSecretCommand() *cobra.Command {
 		Short: "Store a secret from --from-file or standard input (never from the command line)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := cmd.InOrStdin()
-			if file != "" && file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
-			}
-			value, err := secretwire.ReadValue(in)
+			value, err := secretwire.ReadValueFrom(file, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}

@@ -179,13 +179,20 @@ func printObjects(w io.Writer, format string, objs []unstructured.Unstructured, 
 	}
 }
 
-// encodeOutput prints v for -o json or -o yaml, the formats of the commands
-// that print something other than objects.
-func encodeOutput(w io.Writer, format string, v any) error {
-	if format != "json" && format != "yaml" {
+// printReply prints the reply v of a command that lists something other than
+// objects: encoded for -o json or -o yaml, else as table prints it, or, when
+// it has no items, the empty message on stderr.
+func printReply(s IOStreams, format string, v any, items int, empty string, table func(io.Writer) error) error {
+	switch {
+	case format == "json" || format == "yaml":
+		return encode(s.Out, format, v)
+	case format != "":
 		return fmt.Errorf("unknown output format %q: allowed formats are json, yaml (default: table)", format)
+	case items == 0:
+		_, err := fmt.Fprintln(s.ErrOut, empty)
+		return err
 	}
-	return encode(w, format, v)
+	return table(s.Out)
 }
 
 func encode(w io.Writer, format string, v any) error {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -47,16 +46,7 @@ func newSecretSetCommand(g *globalOptions) *cobra.Command {
 			if (file == "") == !stdin {
 				return errors.New("give exactly one of --from-file FILE or --from-stdin (never the value itself)")
 			}
-			in := g.streams.In
-			if file != "" {
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
-			}
-			value, err := secretwire.ReadValue(in)
+			value, err := secretwire.ReadValueFrom(file, g.streams.In)
 			if err != nil {
 				return err
 			}
@@ -103,14 +93,8 @@ func newSecretListCommand(g *globalOptions) *cobra.Command {
 			if err := json.Unmarshal(data, &list); err != nil {
 				return fmt.Errorf("decoding the secret list: %w", err)
 			}
-			if output != "" {
-				return encodeOutput(g.streams.Out, output, list)
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintf(g.streams.ErrOut, "No secrets found in %s namespace.\n", g.ns())
-				return nil
-			}
-			return printSecrets(g.streams.Out, list.Items, time.Now())
+			return printReply(g.streams, output, list, len(list.Items), "No secrets found in "+g.ns()+" namespace.",
+				func(w io.Writer) error { return printSecrets(w, list.Items, time.Now()) })
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: table)")

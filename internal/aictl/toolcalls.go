@@ -42,14 +42,8 @@ func newToolCallsCommand(g *globalOptions) *cobra.Command {
 			if err := json.Unmarshal(data, &list); err != nil {
 				return fmt.Errorf("decoding the tool calls of %s: %w", name, err)
 			}
-			if output != "" {
-				return encodeOutput(g.streams.Out, output, list)
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintf(g.streams.ErrOut, "No tool calls recorded for conversation %s.\n", name)
-				return nil
-			}
-			return printToolCalls(g.streams.Out, list.Items, time.Now())
+			return printReply(g.streams, output, list, len(list.Items), "No tool calls recorded for conversation "+name+".",
+				func(w io.Writer) error { return printToolCalls(w, list.Items, time.Now()) })
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: table)")

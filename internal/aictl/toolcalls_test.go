@@ -78,10 +78,26 @@ func TestToolCallsTable(t *testing.T) {
 		t.Fatalf("-o json: %v\n%s", err, r.out)
 	}
 
+	r = aictl(t, url, "tool-calls", "coder-1", "-o", "xml")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.err, `unknown output format "xml"`) {
+		t.Fatalf("-o xml: %q", r.err)
+	}
+
 	r = aictl(t, url, "tool-calls", "ghost")
 	wantCode(t, r, 1)
 	if !strings.Contains(r.err, "(NotFound)") {
 		t.Fatalf("unknown conversation: %q", r.err)
+	}
+}
+
+func TestToolCallsNoneRecorded(t *testing.T) {
+	srv, url := toolCallServer(t)
+	toolcallstest.Conversation(t, srv, "default", "quiet-1", "quiet")
+	r := aictl(t, url, "tool-calls", "quiet-1")
+	wantCode(t, r, 0)
+	if r.out != "" || r.err != "No tool calls recorded for conversation quiet-1.\n" {
+		t.Fatalf("no calls: %+v", r)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -54,4 +55,17 @@ func ReadValue(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("the secret value is larger than %d KiB", MaxValueBytes>>10)
 	}
 	return v, nil
+}
+
+// ReadValueFrom is ReadValue of file, or of stdin when file is "" or "-".
+func ReadValueFrom(file string, stdin io.Reader) ([]byte, error) {
+	if file == "" || file == "-" {
+		return ReadValue(stdin)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadValue(f)
 }
