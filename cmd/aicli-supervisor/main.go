@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -22,6 +20,7 @@ import (
 	"aicli.dev/aicli/internal/capability"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/secrets"
+	"aicli.dev/aicli/internal/secrets/secretwire"
 	"aicli.dev/aicli/internal/supervisor"
 )
 
@@ -130,17 +129,10 @@ func newSecretCommand() *cobra.Command {
 		Short: "Store a secret from --from-file or standard input (never from the command line)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var value []byte
-			var err error
-			if file == "" || file == "-" {
-				value, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				value, err = os.ReadFile(file)
-			}
+			value, err := secretwire.ReadValueFrom(file, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			value = bytes.TrimRight(value, "\r\n")
 			if err := (secrets.Store{Dir: layout.Dir(dataDir).Secrets()}).Set(namespace, name, value); err != nil {
 				return err
 			}

@@ -89,6 +89,11 @@ func describe(ctx context.Context, cl *client.Client, res *apischema.Resource, n
 		writeIndentedYAML(w, spec, "  ")
 	}
 	describeStatus(w, obj, now)
+	if res.Kind == "Grant" && obj.GetKind() == "Grant" {
+		if err := describeGrant(w, obj, history, now); err != nil {
+			return err
+		}
+	}
 
 	fmt.Fprintln(w, "Events:")
 	switch {

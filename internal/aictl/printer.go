@@ -80,11 +80,19 @@ func (p *tablePrinter) row(obj *unstructured.Unstructured) []string {
 
 // cell evaluates the column like the API server's CRD table convertor: the
 // first result, formatted by the column type; missing values print as
-// "<none>".
+// "<none>". Unlike the convertor, a string column whose path yields several
+// values (`.spec.tools[*].name`) prints them all, comma-separated.
 func (c column) cell(obj map[string]any, now time.Time) string {
 	results, err := c.path.FindResults(obj)
 	if err != nil || len(results) == 0 || len(results[0]) == 0 {
 		return "<none>"
+	}
+	if c.typ == "string" && len(results[0]) > 1 {
+		vals := make([]string, 0, len(results[0]))
+		for _, r := range results[0] {
+			vals = append(vals, fmt.Sprint(r.Interface()))
+		}
+		return strings.Join(vals, ",")
 	}
 	v := results[0][0].Interface()
 	if v == nil {
@@ -169,6 +177,22 @@ func printObjects(w io.Writer, format string, objs []unstructured.Unstructured, 
 	default:
 		return fmt.Errorf("unknown output format %q: allowed formats are json, yaml, name, wide", format)
 	}
+}
+
+// printReply prints the reply v of a command that lists something other than
+// objects: encoded for -o json or -o yaml, else as table prints it, or, when
+// it has no items, the empty message on stderr.
+func printReply(s IOStreams, format string, v any, items int, empty string, table func(io.Writer) error) error {
+	switch {
+	case format == "json" || format == "yaml":
+		return encode(s.Out, format, v)
+	case format != "":
+		return fmt.Errorf("unknown output format %q: allowed formats are json, yaml (default: table)", format)
+	case items == 0:
+		_, err := fmt.Fprintln(s.ErrOut, empty)
+		return err
+	}
+	return table(s.Out)
 }
 
 func encode(w io.Writer, format string, v any) error {

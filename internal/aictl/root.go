@@ -109,6 +109,8 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newResumeCommand(g),
 		newArchiveCommand(g),
 		newSpendCommand(g),
+		newSecretCommand(g),
+		newToolCallsCommand(g),
 	)
 	return root
 }

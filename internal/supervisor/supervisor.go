@@ -35,8 +35,10 @@ import (
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/runtime/docker"
 	"aicli.dev/aicli/internal/secrets"
+	"aicli.dev/aicli/internal/secrets/secretapi"
 	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/toolcalls/toolcallapi"
 	"aicli.dev/aicli/internal/transcript"
 )
 
@@ -176,11 +178,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
+	secretStore := secrets.Store{Dir: dir.Secrets()}
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
-		Egress: egressSrv, Secrets: secrets.Store{Dir: dir.Secrets()}}); err != nil {
+		Egress: egressSrv, Secrets: secretStore}); err != nil {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
@@ -188,6 +191,8 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { _ = reaper.Run(ctrlCtx) }()
 
 	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Logger: log}).Register(api)
+	secretapi.Mount(api, secretStore)
+	toolcallapi.Register(api, st)
 
 	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
 	if err != nil {
