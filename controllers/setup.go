@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
@@ -50,6 +51,9 @@ type Options struct {
 	// credentials (optional).
 	Egress  EgressPolicies
 	Secrets SecretReader
+	// Budget, when set, is the agents' budget ledger: conversations hold and release messages under it and agents
+	// show it in status.budget. Start sets its Changed hook to re-reconcile the agent and its conversations.
+	Budget *budget.Ledger
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -63,9 +67,12 @@ func Start(ctx context.Context, opts Options) error {
 		mappers  []MapFunc
 	}
 	convReconciler, convSource := conversationController(ctx, c, opts)
+	agentReconciler := &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log}
+	if opts.Budget != nil {
+		agentReconciler.Budget = opts.Budget
+	}
 	specs := []spec{
-		{"agent", "agents", &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log},
-			[]MapFunc{peerReferrers(c)}},
+		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}},
 		{"conversation", "conversations", convReconciler, nil},
 		{"grant", "grants", &PendingReconciler{Client: c, Resource: "grants", Refs: grantRefs}, nil},
 		{"monitorattachment", "monitorattachments", &PendingReconciler{Client: c, Resource: "monitorattachments", Refs: monitorRefs}, nil},
@@ -133,6 +140,22 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 	}}
 	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Guests: sessions,
 		Egress: opts.Egress, Secrets: opts.Secrets, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger}
+	if opts.Budget != nil {
+		r.Budget = opts.Budget
+		// A top-up or a held message: the agent's conversations decide again. (The agent's own status follows at
+		// its next reconcile.)
+		opts.Budget.Changed = func(ns, agent string) {
+			var list v1alpha1.ConversationList
+			if err := c.List(ctx, ns, &list, nil); err != nil {
+				return
+			}
+			for _, conv := range list.Items {
+				if conv.Spec.AgentRef == agent {
+					trigger(types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name})
+				}
+			}
+		}
+	}
 	src := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		go func() {
 			for {
