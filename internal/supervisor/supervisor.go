@@ -26,6 +26,7 @@ import (
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
@@ -173,23 +174,26 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
+	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
+	if err != nil {
+		return err
+	}
+	ledger := &budget.Ledger{Store: st, Spend: spendapi.SessionCosts{Service: spendSvc, DataDir: dir}}
+
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
-		Egress: egressSrv, Secrets: secrets.Store{Dir: dir.Secrets()}}); err != nil {
+		Egress: egressSrv, Secrets: secrets.Store{Dir: dir.Secrets()}, Budget: ledger}); err != nil {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
 		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, MinAge: reapGrace, Logger: log}
 	go func() { _ = reaper.Run(ctrlCtx) }()
 
-	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Logger: log}).Register(api)
+	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Budget: ledger,
+		Logger: log}).Register(api)
 
-	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
-	if err != nil {
-		return err
-	}
 	spendHandler := spendapi.NewHandler(spendSvc, spendapi.HomesUnder(cfg.DataDir))
 	api.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
 	api.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))
