@@ -109,6 +109,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newResumeCommand(g),
 		newArchiveCommand(g),
 		newSpendCommand(g),
+		newBudgetCommand(g),
 	)
 	return root
 }
