@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ledger := &budget.Ledger{Store: st, Spend: spendapi.SessionCosts{Service: spendSvc, DataDir: dir}}
+	ledger := &budget.Ledger{Store: st, Spend: budget.SpendIndex{Service: spendSvc, DataDir: dir}}
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
