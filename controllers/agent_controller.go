@@ -38,6 +38,8 @@ type AgentReconciler struct {
 	DataDir      layout.Dir
 	SupervisorID string
 	Logger       *slog.Logger
+	// Budget, when set, is observed into status.budget.
+	Budget AgentBudget
 }
 
 // phases are the agent's sub-reconcilers, in order, each owning one condition.
@@ -80,6 +82,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	agent.Status.HomeSupervisor = r.SupervisorID
 	out = runPhases(ctx, agent, &agent.Status.Conditions, agent.Generation, false, r.phases())
+	r.observeBudget(ctx, agent)
 	return out.result, out.err
 }
 

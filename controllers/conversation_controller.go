@@ -93,6 +93,8 @@ type ConversationReconciler struct {
 	DataDir      layout.Dir
 	SupervisorID string
 	Logger       *slog.Logger
+	// Budget holds and releases messages under the agents' budgets; nil runs without budgets.
+	Budget Budget
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -116,6 +118,7 @@ func (r *ConversationReconciler) phases() []phase[*convScope] {
 		{condition: v1alpha1.ConditionGuestConnected, run: r.reconcileGuest},
 		{condition: v1alpha1.ConditionLeaseHeld, run: r.reconcileLease},
 		{condition: v1alpha1.ConditionCLIReady, run: r.reconcileCLI},
+		{condition: v1alpha1.ConditionBudgetAvailable, run: r.reconcileBudget},
 		{condition: v1alpha1.ConditionResumable, run: r.reconcileResumable, always: true},
 	}
 }
@@ -154,17 +157,26 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	return out.result, out.err
 }
 
-// reconcileNormal runs the phases toward the desired state. Two verdicts
+// reconcileNormal runs the phases toward the desired state. Three verdicts
 // turn the pass around into a teardown pass: a stalled Active conversation
 // (nothing runs that the user's definition cannot satisfy; it starts once
-// fixed), and an unplanned pause (the desired state flips to Paused so that
-// nothing restarts in a loop).
+// fixed), an unplanned pause (the desired state flips to Paused so that
+// nothing restarts in a loop), and an exhausted budget (a planned pause until
+// a top-up resumes it).
 func (r *ConversationReconciler) reconcileNormal(ctx context.Context, s *convScope) phaseOutcome {
 	conds, phases := &s.conv.Status.Conditions, r.phases()
 	s.stop = !s.desiredActive()
 	out := runPhases(ctx, s, conds, s.conv.Generation, s.stop, phases)
 	var crash *unplannedPauseError
+	var exhausted *budgetPauseError
 	switch {
+	case errors.As(out.err, &exhausted):
+		r.Logger.Info("budget exhausted: pausing", "conversation", s.key.String(), "why", exhausted.why)
+		if err := r.flipToPaused(ctx, s.conv); err != nil {
+			return phaseOutcome{err: err}
+		}
+		s.stop, s.stopReason, s.stopWhy = true, v1alpha1.ReasonBudgetExhausted, exhausted.why
+		return runPhases(ctx, s, conds, s.conv.Generation, true, phases)
 	case errors.As(out.err, &crash):
 		r.Logger.Warn("unplanned pause", "conversation", s.key.String(), "reason", crash.why)
 		if err := r.flipToPaused(ctx, s.conv); err != nil {

@@ -97,17 +97,19 @@ func toolInstructions(tools []grants.Tool) string {
 // holds none.
 func (r *ConversationReconciler) reconcileLease(ctx context.Context, s *convScope) (reconcile.Result, error) {
 	uid := string(s.conv.UID)
-	if s.stop || r.Leases == nil {
+	if s.stop || len(s.tools) == 0 {
 		if r.Leases != nil {
 			r.Leases.Release(uid)
 		}
-		meta.RemoveStatusCondition(&s.conv.Status.Conditions, v1alpha1.ConditionLeaseHeld)
+		if s.stop {
+			meta.RemoveStatusCondition(&s.conv.Status.Conditions, v1alpha1.ConditionLeaseHeld)
+		} else {
+			s.set(v1alpha1.ConditionLeaseHeld, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "no capabilities to hold")
+		}
 		return reconcile.Result{}, nil
 	}
-	if len(s.tools) == 0 {
-		r.Leases.Release(uid)
-		s.set(v1alpha1.ConditionLeaseHeld, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "no capabilities to hold")
-		return reconcile.Result{}, nil
+	if r.Leases == nil {
+		return reconcile.Result{}, waiting(v1alpha1.ReasonNoLiveConversation, toolBinaryRetry, "this supervisor issues no capability leases")
 	}
 	holder, ok := s.pty.(authority.Holder)
 	if !ok {

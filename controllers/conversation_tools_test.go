@@ -58,6 +58,7 @@ func withTools(t *testing.T, e *phaseEnv) (*holdingPTY, *authority.Manager) {
 func TestPhaseTools(t *testing.T) {
 	e := newPhaseEnv(t, nil)
 	pty, leases := withTools(t, e)
+	e.guests.pty.status = ptyapi.StatusInfo{} // no CLI yet: the phase starts it
 	e.h.create("agents", fakeAgentJSON)
 	e.h.create("grants", greetGrant("g1", "greet"))
 	e.h.create("conversations", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Conversation","metadata":{"name":"c"},"spec":{"agentRef":"a","desiredState":"Active"}}`)

@@ -18,6 +18,7 @@ import (
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/authority"
+	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
@@ -56,6 +57,9 @@ type Options struct {
 	// without them an agent with tools waits, ToolsReady=False).
 	ToolBinary string
 	Leases     *authority.Manager
+	// Budget, when set, is the agents' budget ledger: conversations hold and release messages under it and agents
+	// show it in status.budget. Start sets its Changed hook to re-reconcile the agent and its conversations.
+	Budget *budget.Ledger
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -77,9 +81,12 @@ func Start(ctx context.Context, opts Options) error {
 			grantTrigger(types.NamespacedName{Namespace: namespace, Name: grant})
 		}
 	}
+	agentReconciler := &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log}
+	if opts.Budget != nil {
+		agentReconciler.Budget = opts.Budget
+	}
 	specs := []spec{
-		{"agent", "agents", &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log},
-			[]MapFunc{peerReferrers(c)}},
+		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}},
 		{"conversation", "conversations", convReconciler, nil},
 		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}},
 		{"monitorattachment", "monitorattachments", &PendingReconciler{Client: c, Resource: "monitorattachments", Refs: monitorRefs}, nil},
@@ -152,6 +159,22 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 		ToolBinary: opts.ToolBinary}
 	if opts.Leases != nil {
 		r.Leases = opts.Leases
+	}
+	if opts.Budget != nil {
+		r.Budget = opts.Budget
+		// A top-up or a held message: the agent's conversations decide again. (The agent's own status follows at
+		// its next reconcile.)
+		opts.Budget.Changed = func(ns, agent string) {
+			var list v1alpha1.ConversationList
+			if err := c.List(ctx, ns, &list, nil); err != nil {
+				return
+			}
+			for _, conv := range list.Items {
+				if conv.Spec.AgentRef == agent {
+					trigger(types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name})
+				}
+			}
+		}
 	}
 	return r, src
 }

@@ -104,6 +104,36 @@ type BudgetSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]{1,4})?$`
 	USDPerHour string `json:"usdPerHour,omitempty"`
+	// burstUSD is the bucket's capacity, as a decimal string; empty means one
+	// hour of accrual (usdPerHour).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]{1,6})?$`
+	BurstUSD string `json:"burstUSD,omitempty"`
+	// maxWaitSeconds is how long delivery of a message may be held waiting for
+	// the bucket to accrue enough; when accrual cannot cover the next message
+	// within it, the conversation is paused with BudgetExhausted.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=600
+	MaxWaitSeconds *int32 `json:"maxWaitSeconds,omitempty"`
+}
+
+// BudgetStatus is the agent's spend bucket as last settled (docs/budget.md).
+type BudgetStatus struct {
+	// availableUSD is the bucket's level at asOf, as a decimal string.
+	// +optional
+	AvailableUSD string `json:"availableUSD,omitempty"`
+	// asOf is when the level was last settled.
+	// +optional
+	AsOf *metav1.Time `json:"asOf,omitempty"`
+	// spentUSD is everything charged to the bucket (measured conversation
+	// spend and tool-call costs), as a decimal string.
+	// +optional
+	SpentUSD string `json:"spentUSD,omitempty"`
+	// toppedUpUSD is everything added by top-ups, as a decimal string.
+	// +optional
+	ToppedUpUSD string `json:"toppedUpUSD,omitempty"`
 }
 
 // ResourceLimits bounds a conversation's container.
@@ -203,6 +233,9 @@ type AgentStatus struct {
 	// spend summarises the agent's accounted spend.
 	// +optional
 	Spend *SpendSummary `json:"spend,omitempty"`
+	// budget is the agent's spend bucket, when spec.budget is set.
+	// +optional
+	Budget *BudgetStatus `json:"budget,omitempty"`
 }
 
 // Agent is a persistent AI agent homed on this supervisor: its CLI choice,

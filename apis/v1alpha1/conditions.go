@@ -31,6 +31,9 @@ const (
 	ConditionToolsReady = "ToolsReady"
 	// ConditionLeaseHeld reports that a grant's (or a conversation's) capability lease is held.
 	ConditionLeaseHeld = "LeaseHeld"
+	// ConditionBudgetAvailable reports that the agent's budget covers the
+	// conversation's next message (no message is held).
+	ConditionBudgetAvailable = "BudgetAvailable"
 	// ConditionBreakerClosed reports that a monitor's circuit breaker is closed.
 	ConditionBreakerClosed = "BreakerClosed"
 )
@@ -107,4 +110,15 @@ const (
 	ReasonRevoked = "Revoked"
 	// ReasonParentRevoked: the grant a delegated grant narrows is gone or narrower.
 	ReasonParentRevoked = "ParentRevoked"
+)
+
+// Condition reasons of the budget (docs/budget.md).
+const (
+	// ReasonBudgetWait: messages are held until the bucket accrues enough; the message says how long.
+	ReasonBudgetWait = "BudgetWait"
+	// ReasonBudgetExhausted: accrual cannot cover the next message within maxWaitSeconds; the conversation
+	// was paused until a top-up (aictl budget topup).
+	ReasonBudgetExhausted = "BudgetExhausted"
+	// ReasonNoBudget: the agent sets no budget; nothing is held.
+	ReasonNoBudget = "NoBudget"
 )

@@ -100,6 +100,13 @@ type ConversationStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	EgressDenials []EgressDenial `json:"egressDenials,omitempty"`
+	// spendUSD is the conversation's measured spend (its CLI session's cost in
+	// the spend index), as a decimal string.
+	// +optional
+	SpendUSD string `json:"spendUSD,omitempty"`
+	// heldMessages counts messages held by the agent's budget, waiting for delivery.
+	// +optional
+	HeldMessages int32 `json:"heldMessages,omitempty"`
 }
 
 // Conversation is one PTY session of an agent, kept in the catalog across its
@@ -114,6 +121,7 @@ type ConversationStatus struct {
 // +kubebuilder:printcolumn:name="Execution",type=string,JSONPath=`.status.execution`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Container",type=string,JSONPath=`.status.containerID`,priority=1
+// +kubebuilder:printcolumn:name="Spend",type=string,JSONPath=`.status.spendUSD`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Conversation struct {
 	metav1.TypeMeta   `json:",inline"`

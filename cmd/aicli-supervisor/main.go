@@ -59,6 +59,8 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key for --listen")
 	f.StringVar(&cfg.TokensFile, "tokens-file", "", "bearer tokens for --listen (default <data-dir>/tokens.yaml)")
 	f.StringVar(&cfg.ArtifactDir, "artifact-dir", "", "directory holding aicli-guest and the other binaries guest images copy (default: this executable's directory)")
+	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 60*time.Second,
+		"lifetime of a capability token; renewed every third of it while the conversation's container lives")
 	f.StringVar(&cfg.PricingURL, "pricing-url", "", "models-list endpoint for spend pricing (default: OpenRouter's)")
 	f.BoolVar(&cfg.OfflinePricing, "offline-pricing", false, "never fetch prices live: use the cached or bundled table")
 	f.BoolVar(&cfg.MirrorCLIOutput, "mirror-cli-output", false,

@@ -15,10 +15,10 @@ type ToolCap struct {
 
 // Capabilities is the whole set the supervisor pushes; each push replaces the previous set.
 type Capabilities struct {
-	// Tools are the granted tools.
+	// Tools are the granted tools. `aicli-tool delegate PEER TOOL` presents
+	// TOOL's own token: holding a tool is the authority to delegate a
+	// narrower slice of it.
 	Tools []ToolCap `json:"tools"`
-	// Delegate, when set, is the token presented with `aicli-tool delegate`.
-	Delegate string `json:"delegate,omitempty"`
 }
 
 // CapabilitySetter holds a guest's capabilities. There is deliberately no getter: a token is never read back.

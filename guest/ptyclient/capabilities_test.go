@@ -26,11 +26,11 @@ func TestSetCapabilities(t *testing.T) {
 	srv := httptest.NewServer(server.NewHandler(nil, nil, server.WithCapabilities(h)))
 	defer srv.Close()
 	c := ptyclient.New(srv.Client(), srv.URL)
-	caps := ptyapi.Capabilities{Tools: []ptyapi.ToolCap{{Name: "greet", Usage: "greet NAME", Token: "tok"}}, Delegate: "d"}
+	caps := ptyapi.Capabilities{Tools: []ptyapi.ToolCap{{Name: "greet", Usage: "greet NAME", Token: "tok"}}}
 	if err := c.SetCapabilities(context.Background(), caps); err != nil {
 		t.Fatal(err)
 	}
-	if h.got == nil || h.got.Tools[0].Token != "tok" || h.got.Delegate != "d" {
+	if h.got == nil || h.got.Tools[0].Token != "tok" {
 		t.Fatalf("holder got %+v", h.got)
 	}
 	resp, err := srv.Client().Get(srv.URL + server.PathCapabilities)

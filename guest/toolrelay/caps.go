@@ -9,9 +9,8 @@ import (
 
 // capSet is the in-memory capability set. Tokens are never logged, written to disk or put in an environment.
 type capSet struct {
-	mu       sync.RWMutex
-	tools    map[string]string // tool name → token
-	delegate string
+	mu    sync.RWMutex
+	tools map[string]string // tool name → token
 }
 
 // set replaces the set.
@@ -23,22 +22,16 @@ func (c *capSet) set(caps ptyapi.Capabilities) {
 		}
 	}
 	c.mu.Lock()
-	c.tools, c.delegate = tools, caps.Delegate
+	c.tools = tools
 	c.mu.Unlock()
 }
 
-// token returns the token for tool, or for the delegate op when delegate is true.
-func (c *capSet) token(tool string, delegate bool) (string, bool) {
+// token returns the token for tool (also presented to delegate it).
+func (c *capSet) token(tool string) (string, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	tok, ok := c.tools[tool]
-	if !ok {
-		return "", false
-	}
-	if delegate {
-		return c.delegate, c.delegate != ""
-	}
-	return tok, true
+	return tok, ok
 }
 
 // Set replaces the relay's capability set; calls already relayed keep the token they were sent with.

@@ -209,7 +209,7 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 		exit(c, toolwire.Exit{Code: toolwire.ExitRefused, Refused: reason, Message: err.Error()})
 		return
 	}
-	tok, ok := r.caps.token(req.Tool, req.Op == toolwire.OpDelegate)
+	tok, ok := r.caps.token(req.Tool)
 	if !ok {
 		msg := req.Tool + ": not granted to this agent"
 		if req.Op == toolwire.OpDelegate {

@@ -134,14 +134,15 @@ func TestRelay(t *testing.T) {
 	if out, _ := dialCall(t, r.Addr(), call, string(big)); out != "T1:"+string(big) {
 		t.Fatalf("big stdin: %d bytes back", len(out))
 	}
-	// Delegation needs the delegate token.
+	// Delegation presents the delegated tool's own token; an ungranted tool cannot be delegated.
 	del := toolwire.Request{Op: toolwire.OpDelegate, Tool: "greet", Delegate: &toolwire.DelegateArgs{Peer: "bob"}}
-	if _, ex := dialCall(t, r.Addr(), del, ""); ex.Code != toolwire.ExitNotGranted {
-		t.Fatalf("delegate without a token: %+v", ex)
-	}
-	r.Set(ptyapi.Capabilities{Tools: []ptyapi.ToolCap{{Name: "greet", Token: "T2"}}, Delegate: "D"})
-	if out, _ := dialCall(t, r.Addr(), del, ""); out != "D:" {
+	r.Set(ptyapi.Capabilities{Tools: []ptyapi.ToolCap{{Name: "greet", Token: "T2"}}})
+	if out, _ := dialCall(t, r.Addr(), del, ""); out != "T2:" {
 		t.Fatalf("delegate: %q", out)
+	}
+	other := toolwire.Request{Op: toolwire.OpDelegate, Tool: "search", Delegate: &toolwire.DelegateArgs{Peer: "bob"}}
+	if _, ex := dialCall(t, r.Addr(), other, ""); ex.Code != toolwire.ExitNotGranted {
+		t.Fatalf("delegate of an ungranted tool: %+v", ex)
 	}
 	// A new set replaces the old one.
 	r.Set(ptyapi.Capabilities{})

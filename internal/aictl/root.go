@@ -111,6 +111,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newSpendCommand(g),
 		newSecretCommand(g),
 		newToolCallsCommand(g),
+		newBudgetCommand(g),
 	)
 	return root
 }

@@ -49,6 +49,7 @@ func (h *memHolder) token(tool string) string {
 
 type env struct {
 	t      *testing.T
+	st     *store.Store
 	client *storeclient.Client
 	keys   *capability.Keyring
 	leases *Manager
@@ -84,7 +85,7 @@ func newEnv(t *testing.T) *env {
 	if err := sec.Set("default", "greet-key", []byte("s3cr3t-value")); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, client: storeclient.New(st), keys: keys, clock: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
+	e := &env{t: t, st: st, client: storeclient.New(st), keys: keys, clock: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
 	e.leases = &Manager{Keys: keys, TTL: time.Minute, Now: e.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	t.Cleanup(e.leases.Close)
 	e.auth = &Authorizer{Leases: e.leases, Keys: keys, Client: e.client, Secrets: sec, Quota: capability.NewQuota(), Now: e.now}
@@ -210,7 +211,7 @@ func TestRevokedGrantIsRefusedOnTheNextCall(t *testing.T) {
 	}
 	_, err := e.call("uid-1", "fp-1", tok)
 	refusedFor(t, err, ReasonRevoked)
-	if err := e.client.Delete(context.Background(), g); err != nil {
+	if _, err := e.st.Delete(context.Background(), "grants", "default", g.Name, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.call("uid-1", "fp-1", tok)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,8 +32,8 @@ type Delegator struct {
 }
 
 // Delegate implements tools.Delegator.
-func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token string, req toolwire.DelegateArgs) (string, error) {
-	v, lease, err := d.verify(c, req.Tool, token, nil)
+func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName string, req toolwire.DelegateArgs) (string, error) {
+	v, lease, err := d.verify(c, toolName, token, nil)
 	if err != nil {
 		return "", err
 	}
@@ -55,8 +54,12 @@ func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token string, r
 		return "", err
 	}
 	asked := &v1alpha1.Attenuation{PinnedParams: req.Params, MaxCallsPerHour: int32(req.CallsPerHour)}
-	if req.TTL > 0 {
-		exp := metav1.NewTime(d.now().Add(req.TTL).Truncate(time.Second))
+	if req.TTL != "" {
+		ttl, err := time.ParseDuration(req.TTL)
+		if err != nil || ttl <= 0 {
+			return "", refuse(toolwire.RefusedMalformed, "--ttl %q is not a positive duration (e.g. 10m)", req.TTL)
+		}
+		exp := metav1.NewTime(d.now().Add(ttl).Truncate(time.Second))
 		asked.ExpiresAt = &exp
 	}
 	tool.Attenuation = grants.Narrowest(grants.Narrowest(tool.Attenuation, parent.Spec.Attenuation), asked)
@@ -100,5 +103,3 @@ func delegatedName(from, to, tool string) string {
 	}
 	return base + "-" + hex.EncodeToString(b[:])
 }
-
-var _ = strconv.Itoa

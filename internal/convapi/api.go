@@ -66,6 +66,8 @@ type Options struct {
 	Transcripts Transcripts
 	// Attribution is told about every message before delivery; nil skips it.
 	Attribution Attribution
+	// Budget gates sends on the agents' budgets and serves agents/{name}/budget; nil runs without budgets.
+	Budget Budget
 	// Logger receives structured logs (default: discard).
 	Logger *slog.Logger
 }
@@ -91,11 +93,12 @@ func New(opts Options) *API {
 	return &API{opts: opts, log: log}
 }
 
-// Register mounts every handler on s: agents/{name}/start and
+// Register mounts every handler on s: agents/{name}/start|budget and
 // conversations/{name}/send|screen|attach|transcript.
 func (a *API) Register(s *apiserver.Server) {
 	a.api = s.Handler()
 	s.HandleSubresource(agentsPlural, wire.SubStart, http.HandlerFunc(a.start))
+	s.HandleSubresource(agentsPlural, wire.SubBudget, http.HandlerFunc(a.budgetHandler))
 	s.HandleSubresource(conversationsPlural, wire.SubSend, http.HandlerFunc(a.send))
 	s.HandleSubresource(conversationsPlural, wire.SubScreen, http.HandlerFunc(a.screen))
 	s.HandleSubresource(conversationsPlural, wire.SubAttach, http.HandlerFunc(a.attach))

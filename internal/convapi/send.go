@@ -27,7 +27,9 @@ import (
 const maxJSONSendBody = 6*ptyapi.MaxMessageBytes + 1024
 
 // send is POST …/conversations/{name}/send: one atomic message through the
-// guest's SendMessage, answered 202 once the guest has accepted it.
+// guest's SendMessage, answered 202 once the guest has accepted it, or once
+// the agent's budget has held it durably (held: true; the conversation's
+// reconciler delivers it when the budget covers it).
 func (a *API) send(w http.ResponseWriter, r *http.Request) {
 	t, ok := a.resolve(w, r, http.MethodPost, conversationsPlural)
 	if !ok {
@@ -38,9 +40,22 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, err)
 		return
 	}
+	if budgetExhausted(t.obj) {
+		apiserver.WriteError(w, exhaustedError(t))
+		return
+	}
 	pty, err := a.livePTY(t)
 	if err != nil {
 		apiserver.WriteError(w, err)
+		return
+	}
+	deliver, err := a.admit(r.Context(), t, text)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	if !deliver {
+		writeJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true, Held: true})
 		return
 	}
 	uid := string(t.obj.GetUID())

@@ -106,33 +106,38 @@ func (a *API) liveConversation(ctx context.Context, ns, agent string) (*unstruct
 // server's own handler, with the caller's identity in ctx, so that decoding,
 // defaults, validation and admission are exactly those of a plain create.
 func (a *API) createConversation(ctx context.Context, ns, agent string) (*unstructured.Unstructured, error) {
-	if a.api == nil {
-		return nil, apierrors.NewServiceUnavailable("the conversation API is not registered with an API server")
-	}
 	conv := map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "Conversation",
 		"metadata":   map[string]any{"generateName": agent + "-", "namespace": ns},
 		"spec":       map[string]any{"agentRef": agent, "desiredState": string(v1alpha1.ConversationActive)},
 	}
-	body, err := json.Marshal(conv)
-	if err != nil {
-		return nil, fmt.Errorf("encoding conversation: %w", err)
+	return a.callAPI(ctx, http.MethodPost, apischema.APIPath+"/namespaces/"+ns+"/"+conversationsPlural, conv, http.StatusCreated)
+}
+
+// callAPI sends obj to the API server's own handler with the caller's identity in ctx (so that decoding,
+// defaults, validation and admission are those of a plain request) and returns the object it answered.
+func (a *API) callAPI(ctx context.Context, method, path string, obj map[string]any, want int) (*unstructured.Unstructured, error) {
+	if a.api == nil {
+		return nil, apierrors.NewServiceUnavailable("the conversation API is not registered with an API server")
 	}
-	path := apischema.APIPath + "/namespaces/" + ns + "/" + conversationsPlural
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
+	body, err := json.Marshal(obj)
 	if err != nil {
-		return nil, fmt.Errorf("building create request: %w", err)
+		return nil, fmt.Errorf("encoding %s %s: %w", method, path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	rec := &recorder{header: http.Header{}}
 	a.api.ServeHTTP(rec, req)
-	if rec.code != http.StatusCreated {
+	if rec.code != want {
 		return nil, decodeStatus(rec.code, rec.body.Bytes())
 	}
 	out := &unstructured.Unstructured{}
 	if err := out.UnmarshalJSON(rec.body.Bytes()); err != nil {
-		return nil, fmt.Errorf("decoding created conversation: %w", err)
+		return nil, fmt.Errorf("decoding the reply of %s %s: %w", method, path, err)
 	}
 	return out, nil
 }

@@ -4,12 +4,14 @@ import (
 	"hash/fnv"
 )
 
-// aggKey is one aggregation cell: a UTC day, a model of a harness, an agent, and the side of the tier threshold.
+// aggKey is one aggregation cell: a UTC day, a model of a harness, an agent, a CLI session, and the side of the
+// tier threshold.
 type aggKey struct {
 	Day      int32
 	Harness  Harness
 	Model    string
 	Agent    string
+	Session  string
 	OverTier bool
 }
 
@@ -151,7 +153,7 @@ func hash64(s string) uint64 {
 
 // apply adds one event of file f to the index.
 func (x *index) apply(f *fileEntry, ev Event) {
-	key := aggKey{Day: ev.Day(), Harness: f.Harness, Model: ev.Model, Agent: f.Agent,
+	key := aggKey{Day: ev.Day(), Harness: f.Harness, Model: ev.Model, Agent: f.Agent, Session: SessionOf(f.Path),
 		OverTier: ev.Tokens.Prompt() > TierThreshold}
 	id := x.keyID(key)
 	if ev.Dedup == "" {
@@ -172,8 +174,13 @@ func (x *index) apply(f *fileEntry, ev Event) {
 			break
 		}
 	}
-	if pos >= 0 && entries[pos].Tokens.Total() >= ev.Tokens.Total() {
-		return // an equal or larger copy is already counted
+	if pos >= 0 {
+		cur, next := entries[pos].Tokens.Total(), ev.Tokens.Total()
+		if cur > next || cur == next && x.keys[entries[pos].Key].Session <= key.Session {
+			// A larger copy is already counted; of equal copies (a resumed session's), the one of the first
+			// session in id order, so that per-session costs do not depend on the order files are read in.
+			return
+		}
 	}
 	groupContribution(entries, func(e groupEntry) { x.subTotal(e.Key, e.Tokens) })
 	ne := groupEntry{Variant: variant, Side: ev.Sidechain, Key: id, Tokens: ev.Tokens}

@@ -106,15 +106,9 @@ func (s *Service) reportLocked(ctx context.Context, sinceDay int32, scopes []Sco
 		modelList = append(modelList, m)
 	}
 	sort.Strings(modelList)
-	pricing := Pricing{Source: PricingBundled}
-	if s.opts.Pricing != nil && len(modelList) > 0 {
-		p, err := s.opts.Pricing.Prices(ctx, modelList)
-		if err != nil {
-			return nil, fmt.Errorf("spend: pricing: %w", err)
-		}
-		pricing = p
-	} else if s.opts.Pricing == nil {
-		pricing.FallbackReason = "no pricing source configured"
+	pricing, err := s.prices(ctx, modelList)
+	if err != nil {
+		return nil, err
 	}
 	rep.PricingSource, rep.PricingFallbackReason = pricing.Source, pricing.FallbackReason
 	for _, m := range modelList {
@@ -183,6 +177,21 @@ func (s *Service) reportLocked(ctx context.Context, sinceDay int32, scopes []Sco
 		return a.Harness < b.Harness
 	})
 	return rep, nil
+}
+
+// prices asks the pricing source for models (sorted, distinct).
+func (s *Service) prices(ctx context.Context, models []string) (Pricing, error) {
+	pricing := Pricing{Source: PricingBundled}
+	if s.opts.Pricing != nil && len(models) > 0 {
+		p, err := s.opts.Pricing.Prices(ctx, models)
+		if err != nil {
+			return Pricing{}, fmt.Errorf("spend: pricing: %w", err)
+		}
+		pricing = p
+	} else if s.opts.Pricing == nil {
+		pricing.FallbackReason = "no pricing source configured"
+	}
+	return pricing, nil
 }
 
 func addCell(m map[cellKey]*cell, k cellKey, b Buckets, cost float64) {

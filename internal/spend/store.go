@@ -20,8 +20,8 @@ import (
 // snapshot's generation; a log of another generation is ignored. When the log outgrows half the snapshot, the next
 // save writes a fresh snapshot (temp file, fsync, rename) and starts a new log.
 const (
-	snapshotMagic = "AICLISPENDIDX\x02"
-	logMagic      = "AICLISPENDLOG\x02"
+	snapshotMagic = "AICLISPENDIDX\x03"
+	logMagic      = "AICLISPENDLOG\x03"
 	minCompact    = 1 << 20
 )
 
@@ -116,11 +116,13 @@ func (e *encoder) key(k aggKey) {
 	e.str(string(k.Harness))
 	e.str(k.Model)
 	e.str(k.Agent)
+	e.str(k.Session)
 	e.bool(k.OverTier)
 }
 
 func (d *decoder) key() aggKey {
-	return aggKey{Day: int32(d.varint()), Harness: Harness(d.str()), Model: d.str(), Agent: d.str(), OverTier: d.bool()}
+	return aggKey{Day: int32(d.varint()), Harness: Harness(d.str()), Model: d.str(), Agent: d.str(), Session: d.str(),
+		OverTier: d.bool()}
 }
 
 func (e *encoder) file(f *fileEntry) {

@@ -74,7 +74,7 @@ func TestLogReplayMatchesFullScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap[len("AICLISPENDIDX\x02")] ^= 0xff
+	snap[len("AICLISPENDIDX\x03")] ^= 0xff
 	if err := os.WriteFile(f.index, snap, 0o600); err != nil {
 		t.Fatal(err)
 	}

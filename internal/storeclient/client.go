@@ -18,6 +18,7 @@ import (
 type Store interface {
 	Get(ctx context.Context, resource, namespace, name string) (*unstructured.Unstructured, error)
 	List(ctx context.Context, resource, namespace string, sel labels.Selector) (*unstructured.UnstructuredList, error)
+	Create(ctx context.Context, resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	Update(ctx context.Context, resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	UpdateStatus(ctx context.Context, resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
@@ -79,6 +80,11 @@ func (c *Client) List(ctx context.Context, namespace string, list client.ObjectL
 	}
 	content := map[string]any{"metadata": map[string]any{"resourceVersion": ul.GetResourceVersion()}, "items": items}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(content, list)
+}
+
+// Create stores obj as a new object and refreshes obj from the result.
+func (c *Client) Create(ctx context.Context, obj client.Object) error {
+	return c.write(ctx, obj, c.Store.Create)
 }
 
 // Update writes obj's spec and metadata (resourceVersion precondition) and

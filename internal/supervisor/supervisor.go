@@ -26,6 +26,7 @@ import (
 	"aicli.dev/aicli/internal/admission"
 	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
@@ -38,6 +39,7 @@ import (
 	"aicli.dev/aicli/internal/secrets/secretapi"
 	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/toolcalls/toolcallapi"
 	"aicli.dev/aicli/internal/transcript"
 )
@@ -62,6 +64,9 @@ type Config struct {
 	// (aicli-guest, aicli-fake-cli) and aicli-tool, which is mounted into
 	// conversations; default: the supervisor's own directory.
 	ArtifactDir string
+	// LeaseTTL is the lifetime of a capability token, renewed every third of it
+	// while the conversation's container lives (default 60s).
+	LeaseTTL time.Duration
 	// ReapInterval is the orphan-container sweep period (default 1m).
 	ReapInterval time.Duration
 	// PricingURL overrides the models-list endpoint of spend pricing;
@@ -150,8 +155,20 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer egressSrv.Close()
-	// Guest-opened streams: egress, and mounted-tool calls once a tool server is plugged into the router (Tools).
-	streams := &gateway.StreamRouter{Egress: egressSrv}
+	secretStore := secrets.Store{Dir: dir.Secrets()}
+	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
+	if err != nil {
+		return err
+	}
+	ledger := &budget.Ledger{Store: st, Spend: budget.SpendIndex{Service: spendSvc, DataDir: dir}}
+
+	toolSvc, err := startTools(ctx, cfg, dir, storeclient.New(st), secretStore, ledger, log)
+	if err != nil {
+		return err
+	}
+	defer toolSvc.leases.Close()
+	// Guest-opened streams: egress and mounted-tool calls.
+	streams := &gateway.StreamRouter{Egress: egressSrv, Tools: toolSvc.server}
 	gw, err := gateway.New(gateway.Options{DataDir: cfg.DataDir, Tokens: st, Logger: log, Registerer: reg, GuestStreams: streams,
 		MirrorOutput: cfg.MirrorCLIOutput})
 	if err != nil {
@@ -178,26 +195,22 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 
-	secretStore := secrets.Store{Dir: dir.Secrets()}
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
-		Egress: egressSrv, Secrets: secretStore}); err != nil {
+		Egress: egressSrv, Secrets: secretStore, Budget: ledger, ToolBinary: toolSvc.binary, Leases: toolSvc.leases}); err != nil {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},
 		IsKnown: knownContainer(st), Interval: cfg.ReapInterval, MinAge: reapGrace, Logger: log}
 	go func() { _ = reaper.Run(ctrlCtx) }()
 
-	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Logger: log}).Register(api)
+	convapi.New(convapi.Options{Store: st, Sessions: sessions, Transcripts: transcripts, Attribution: attribution, Budget: ledger,
+		Logger: log}).Register(api)
 	secretapi.Mount(api, secretStore)
 	toolcallapi.Register(api, st)
 
-	spendSvc, err := spendapi.NewService(spendapi.Config{DataDir: cfg.DataDir, PricingURL: cfg.PricingURL, Offline: cfg.OfflinePricing})
-	if err != nil {
-		return err
-	}
 	spendHandler := spendapi.NewHandler(spendSvc, spendapi.HomesUnder(cfg.DataDir))
 	api.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
 	api.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))

@@ -65,6 +65,7 @@ func (c *call) refuse(req toolwire.Request, err error) {
 		c.s.log.Error("tool authorization failed", "conversation", c.rec.Caller.ConversationUID, "tool", req.Tool, "err", err)
 		r = &Refusal{Reason: toolwire.RefusedInternal, Message: "internal error"}
 	}
+	c.rec.Namespace, c.rec.Grant, c.rec.Conversation = r.Namespace, r.Grant, r.Conversation
 	c.exit(toolwire.Exit{Code: toolwire.ExitRefused, Refused: r.Reason, Message: fmt.Sprintf("%s: refused (%s): %s", req.Tool, r.Reason, r.Message)})
 }
 
@@ -88,7 +89,7 @@ func (c *call) delegate(ctx context.Context, req toolwire.Request) {
 		c.exit(toolwire.Exit{Code: toolwire.ExitRefused, Refused: toolwire.RefusedUnavailable, Message: "delegation is not available on this supervisor"})
 		return
 	}
-	msg, err := d.Delegate(ctx, c.rec.Caller, req.Token, *req.Delegate)
+	msg, err := d.Delegate(ctx, c.rec.Caller, req.Token, req.Tool, *req.Delegate)
 	if err != nil {
 		c.refuse(req, err)
 		return

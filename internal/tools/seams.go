@@ -40,6 +40,9 @@ type Refusal struct {
 	Reason string
 	// Message is shown to the caller.
 	Message string
+	// Namespace, Grant and Conversation attribute the refused call to a
+	// grant when the authorizer got that far (empty otherwise).
+	Namespace, Grant, Conversation string
 }
 
 func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
@@ -63,6 +66,9 @@ type CallRecord struct {
 	BytesIn, BytesOut int64
 	// Refused is the refusal reason, empty for a call that ran.
 	Refused string
+	// Namespace, Grant and Conversation attribute a refused call (from the
+	// Refusal) when Auth is nil.
+	Namespace, Grant, Conversation string
 }
 
 // Recorder receives every call's record (authorised or refused). Record may be called concurrently and should not
@@ -74,5 +80,6 @@ type Recorder interface {
 // Delegator serves `aicli-tool delegate`: token is the caller's delegate capability. The message is printed to the
 // caller. A *Refusal error refuses it (exit 126).
 type Delegator interface {
-	Delegate(ctx context.Context, c Caller, token string, d toolwire.DelegateArgs) (message string, err error)
+	// Delegate hands a narrowed slice of tool, authorised by token, to d.Peer.
+	Delegate(ctx context.Context, c Caller, token, tool string, d toolwire.DelegateArgs) (message string, err error)
 }

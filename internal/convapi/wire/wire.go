@@ -18,7 +18,34 @@ const (
 	SubAttach = "attach"
 	// SubTranscript (conversations): cursored read or NDJSON follow.
 	SubTranscript = "transcript"
+	// SubBudget (agents): GET shows the budget; POST …/budget/topup (BudgetTopUp) adds funds or changes the rate.
+	SubBudget = "budget"
+	// BudgetTopUp is the path below SubBudget that tops a budget up.
+	BudgetTopUp = "topup"
 )
+
+// TopUpRequest is the JSON body of POST agents/{name}/budget/topup. Amounts are decimal dollar strings; at least
+// one is set.
+type TopUpRequest struct {
+	// USD is added to the agent's bucket.
+	USD string `json:"usd,omitempty"`
+	// USDPerHour, when set, becomes spec.budget.usdPerHour.
+	USDPerHour string `json:"usdPerHour,omitempty"`
+}
+
+// BudgetView is the reply of GET agents/{name}/budget and of a top-up.
+type BudgetView struct {
+	Agent          string `json:"agent"`
+	USDPerHour     string `json:"usdPerHour"`
+	BurstUSD       string `json:"burstUSD"`
+	MaxWaitSeconds int64  `json:"maxWaitSeconds"`
+	AvailableUSD   string `json:"availableUSD"`
+	AsOf           string `json:"asOf"`
+	SpentUSD       string `json:"spentUSD"`
+	ToppedUpUSD    string `json:"toppedUpUSD"`
+	// Resumed names the conversations a top-up resumed (they were paused with BudgetExhausted).
+	Resumed []string `json:"resumed,omitempty"`
+}
 
 // SendRequest is the JSON body of POST …/send. A text/plain body is the text itself.
 type SendRequest struct {
@@ -30,6 +57,9 @@ type SendRequest struct {
 type SendResponse struct {
 	// Accepted is true once the guest has queued the message for delivery.
 	Accepted bool `json:"accepted"`
+	// Held is true when the agent's budget holds the message: it is stored durably and delivered, in order, once
+	// the budget covers it (the conversation's BudgetAvailable condition says when).
+	Held bool `json:"held,omitempty"`
 }
 
 // TranscriptPage is the reply of GET …/transcript without follow.
