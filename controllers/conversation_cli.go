@@ -14,6 +14,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/egress/egresswire"
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/grants"
 )
 
 // reconcileGuest waits for the container's guest to complete its handshake;
@@ -104,6 +105,7 @@ func (r *ConversationReconciler) startRequest(s *convScope) ptyapi.StartRequest 
 		Model:        agent.Spec.Model,
 		Env:          map[string]string{},
 		Instructions: joinSections(agent.Spec.Persona, toolInstructions(s.tools)),
+		Tools:        grants.Names(s.tools),
 		Provider:     s.provider,
 	}
 	if r.Egress != nil {

@@ -73,6 +73,9 @@ type StartRequest struct {
 	// whatever else the supervisor adds to the rehydration bundle), written
 	// where the CLI reads standing instructions; empty writes none.
 	Instructions string `json:"instructions,omitempty"`
+	// Tools are the granted tool names on the CLI's PATH; a harness that asks
+	// before running shell commands pre-approves exactly these.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // ProviderAccess is how a CLI reaches its model provider.

@@ -81,6 +81,7 @@ const (
 func (a *Adapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, error) {
 	apply := func(cfg map[string]any) ([]byte, error) {
 		seedConfig(cfg, req.WorkDir, req.Env[APIKeyEnv])
+		allowTools(cfg, req.WorkDir, req.Tools)
 		b, err := json.MarshalIndent(cfg, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("encode .claude.json: %w", err)
@@ -146,6 +147,31 @@ func seedConfig(cfg map[string]any, workDir, apiKey string) {
 		projects[workDir] = p
 		cfg["projects"] = projects
 	}
+}
+
+// allowTools pre-approves the granted tools for Claude's Bash tool in the
+// working directory's project ("Bash(greet:*)"): the grant already is the
+// user's decision, so the CLI does not stop to ask.
+func allowTools(cfg map[string]any, workDir string, tools []string) {
+	if workDir == "" || len(tools) == 0 {
+		return
+	}
+	projects, _ := cfg["projects"].(map[string]any)
+	p, _ := projects[workDir].(map[string]any)
+	if p == nil {
+		return // seedConfig creates it
+	}
+	allowed := stringList(p["allowedTools"])
+	for _, t := range tools {
+		if rule := "Bash(" + t + ":*)"; !contains(allowed, rule) {
+			allowed = append(allowed, rule)
+		}
+	}
+	list := make([]any, len(allowed))
+	for i, a := range allowed {
+		list[i] = a
+	}
+	p["allowedTools"] = list
 }
 
 func stringList(v any) []string {

@@ -141,3 +141,24 @@ func TestFormatMessageIsBracketedPaste(t *testing.T) {
 		t.Fatalf("chunks %q", cs)
 	}
 }
+
+func TestSeedFilesPreApproveGrantedTools(t *testing.T) {
+	req := launchReq()
+	req.Tools = []string{"greet", "search"}
+	files, err := New(Options{}).SeedFiles(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := files[0].Merge([]byte(`{"projects":{"/workspace":{"allowedTools":["Bash(ls:*)","Bash(greet:*)"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(merged, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := stringList(cfg["projects"].(map[string]any)["/workspace"].(map[string]any)["allowedTools"])
+	if !slices.Equal(got, []string{"Bash(ls:*)", "Bash(greet:*)", "Bash(search:*)"}) {
+		t.Fatalf("allowedTools %v", got)
+	}
+}

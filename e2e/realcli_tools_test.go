@@ -1,0 +1,82 @@
+//go:build e2e && realcli
+
+package e2e_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"aicli.dev/aicli/internal/fakeprovider"
+)
+
+// Claude Code runs a granted tool through its own Bash tool: the fake
+// provider scripts the tool_use, the CLI runs the mounted executable without
+// asking (the grant pre-approves it), the call runs host-side with the secret,
+// and the result goes back to the model as the tool_result.
+var _ = Describe("A granted tool in a real CLI", Label("real-cli", "tools"), func() {
+	It("is run by Claude Code's Bash tool and its result reaches the model", func(ctx SpecContext) {
+		provider, err := fakeprovider.Start(fakeprovider.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(provider.Close)
+		provider.SetToolCall(func(r fakeprovider.Request) *fakeprovider.ToolCall {
+			if strings.Contains(r.LastUserText(), "use the greet tool") {
+				return &fakeprovider.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"greet world","description":"greet"}`)}
+			}
+			return nil
+		})
+
+		dataDir := GinkgoT().TempDir()
+		setSecret(ctx, dataDir, "provider-key", "sk-aicli-test-0123456789abcdefghijklmnop")
+		const toolSecret = "sk-tool-secret-for-claude-0123456789"
+		setSecret(ctx, dataDir, "greet-key", toolSecret)
+		sum := sha256.Sum256([]byte(toolSecret))
+		wantHash := hex.EncodeToString(sum[:])[:16]
+		sup := startSupervisor(ctx, dataDir, "--offline-pricing")
+		DeferCleanup(func(ctx SpecContext) {
+			if CurrentSpecReport().Failed() {
+				sup.dumpLog()
+			}
+			sup.stop()
+			sup.removeContainers(ctx)
+		})
+		sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"claude-tools","namespace":"default"},
+			"spec":{"harness":"claude","model":"claude-sonnet-4-5-20250929","provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
+			provider.URL()))
+		grant, _ := json.Marshal(map[string]any{"apiVersion": "aicli.dev/v1alpha1", "kind": "Grant",
+			"metadata": map[string]any{"name": "greet", "namespace": "default"},
+			"spec": map[string]any{"subject": "claude-tools", "tools": []any{map[string]any{
+				"name": "greet", "usage": "greet NAME: greets NAME",
+				"backend":    map[string]any{"exec": map[string]any{"command": "/bin/sh", "args": []string{"-c", greetScript, "greet"}}},
+				"secretRefs": []any{map[string]any{"name": "greet-key", "env": "GREET_KEY"}},
+			}}}})
+		sup.apply(ctx, string(grant))
+
+		conv := sup.start(ctx, "claude-tools")
+		sup.waitState(ctx, conv, "Active", "IDLE", 15*time.Minute)
+		Expect(sup.send(ctx, conv, "please use the greet tool")).To(Succeed())
+		Eventually(func() bool {
+			for _, r := range provider.Conversations() {
+				if r.LastUserText() != "" && strings.Contains(r.LastUserText(), wantHash+"\nhello world") {
+					return true
+				}
+			}
+			return false
+		}).WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(BeTrue(),
+			"the tool's output (hash of the host-side secret) comes back to the model as the tool_result")
+		for _, r := range provider.Conversations() {
+			Expect(r.Carries(toolSecret)).To(BeFalse(), "the secret reached the model")
+		}
+		Eventually(func(g Gomega) {
+			obj, err := sup.client.Get(ctx, "grants", "default", "greet")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(field(obj, "status", "lastCall", "tool")).To(Equal("greet"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	}, SpecTimeout(20*time.Minute))
+})
