@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/fakeprovider"
 )
 
@@ -59,6 +60,16 @@ var _ = Describe("A granted tool in a real CLI", Label("real-cli", "tools"), fun
 		sup.apply(ctx, string(grant))
 
 		conv := sup.start(ctx, "claude-tools")
+		DeferCleanup(func(ctx SpecContext) {
+			if !CurrentSpecReport().Failed() {
+				return
+			}
+			for _, r := range provider.Conversations() {
+				GinkgoWriter.Printf("provider call: op=%s last=%q\n", r.Op, r.LastUserText())
+			}
+			screen, _ := sup.client.DoRaw(ctx, "GET", client.ResourcePath("conversations", "default", conv, "screen"), "", nil)
+			GinkgoWriter.Printf("screen:\n%s\n", screen)
+		})
 		sup.waitState(ctx, conv, "Active", "IDLE", 15*time.Minute)
 		Expect(sup.send(ctx, conv, "please use the greet tool")).To(Succeed())
 		Eventually(func() bool {

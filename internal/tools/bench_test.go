@@ -3,6 +3,7 @@ package tools_test
 import (
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,63 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 				b.Fatalf("exit %+v", r.exit)
 			}
 			lat = append(lat, time.Since(start))
+		}
+		reportPercentiles(b, lat)
+	})
+	// 50 calls at once from 5 conversations (five guest sessions, ten callers each), round after round.
+	b.Run("parallel-5x10", func(b *testing.B) {
+		var stacks []*stack
+		for range 5 {
+			st := newStack(b, &fakeAuth{tools: map[string]*tools.Authorization{"t": execTool("t", truePath)}})
+			relayCall(b, st.socket, "t")
+			stacks = append(stacks, st)
+		}
+		var mu sync.Mutex
+		lat := make([]time.Duration, 0, 50*b.N)
+		b.ResetTimer()
+		for range b.N {
+			var wg sync.WaitGroup
+			for _, st := range stacks {
+				for range 10 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						start := time.Now()
+						if code := relayCall(b, st.socket, "t"); code != 0 {
+							b.Errorf("exit %d", code)
+						}
+						d := time.Since(start)
+						mu.Lock()
+						lat = append(lat, d)
+						mu.Unlock()
+					}()
+				}
+			}
+			wg.Wait()
+		}
+		reportPercentiles(b, lat)
+	})
+	// The same-run baseline of parallel-5x10: 50 direct execs of `true` at once.
+	b.Run("direct-parallel-50", func(b *testing.B) {
+		var mu sync.Mutex
+		lat := make([]time.Duration, 0, 50*b.N)
+		for range b.N {
+			var wg sync.WaitGroup
+			for range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start := time.Now()
+					if err := exec.Command(truePath).Run(); err != nil {
+						b.Error(err)
+					}
+					d := time.Since(start)
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
 		}
 		reportPercentiles(b, lat)
 	})

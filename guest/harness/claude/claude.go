@@ -81,7 +81,6 @@ const (
 func (a *Adapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, error) {
 	apply := func(cfg map[string]any) ([]byte, error) {
 		seedConfig(cfg, req.WorkDir, req.Env[APIKeyEnv])
-		allowTools(cfg, req.WorkDir, req.Tools)
 		b, err := json.MarshalIndent(cfg, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("encode .claude.json: %w", err)
@@ -92,7 +91,7 @@ func (a *Adapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, erro
 	if err != nil {
 		return nil, err
 	}
-	return []harness.SeedFile{{
+	files := []harness.SeedFile{{
 		Path: ".claude.json",
 		Data: fresh,
 		Mode: 0o600,
@@ -105,7 +104,50 @@ func (a *Adapter) SeedFiles(req harness.LaunchRequest) ([]harness.SeedFile, erro
 			}
 			return apply(cfg)
 		},
-	}}, nil
+	}}
+	if len(req.Tools) > 0 {
+		files = append(files, toolSettings(req.Tools))
+	}
+	return files, nil
+}
+
+// toolSettings pre-approves the granted tools for Claude's Bash tool in the
+// user settings (permissions.allow: "Bash(greet)" and "Bash(greet *)"),
+// merged into what is there: the grant already is the user's decision, so
+// the CLI does not stop to ask.
+func toolSettings(tools []string) harness.SeedFile {
+	apply := func(cfg map[string]any) ([]byte, error) {
+		perms, _ := cfg["permissions"].(map[string]any)
+		if perms == nil {
+			perms = map[string]any{}
+		}
+		allowed := stringList(perms["allow"])
+		for _, t := range tools {
+			for _, rule := range []string{"Bash(" + t + ")", "Bash(" + t + " *)"} {
+				if !contains(allowed, rule) {
+					allowed = append(allowed, rule)
+				}
+			}
+		}
+		perms["allow"] = allowed
+		cfg["permissions"] = perms
+		b, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("encode settings.json: %w", err)
+		}
+		return append(b, '\n'), nil
+	}
+	fresh, _ := apply(map[string]any{})
+	return harness.SeedFile{Path: ".claude/settings.json", Data: fresh, Mode: 0o600,
+		Merge: func(existing []byte) ([]byte, error) {
+			cfg := map[string]any{}
+			if len(strings.TrimSpace(string(existing))) > 0 {
+				if err := json.Unmarshal(existing, &cfg); err != nil {
+					return nil, fmt.Errorf("merge settings.json: %w", err)
+				}
+			}
+			return apply(cfg)
+		}}
 }
 
 // seedConfig sets the keys that skip Claude Code's first-run dialogs.
@@ -147,31 +189,6 @@ func seedConfig(cfg map[string]any, workDir, apiKey string) {
 		projects[workDir] = p
 		cfg["projects"] = projects
 	}
-}
-
-// allowTools pre-approves the granted tools for Claude's Bash tool in the
-// working directory's project ("Bash(greet:*)"): the grant already is the
-// user's decision, so the CLI does not stop to ask.
-func allowTools(cfg map[string]any, workDir string, tools []string) {
-	if workDir == "" || len(tools) == 0 {
-		return
-	}
-	projects, _ := cfg["projects"].(map[string]any)
-	p, _ := projects[workDir].(map[string]any)
-	if p == nil {
-		return // seedConfig creates it
-	}
-	allowed := stringList(p["allowedTools"])
-	for _, t := range tools {
-		if rule := "Bash(" + t + ":*)"; !contains(allowed, rule) {
-			allowed = append(allowed, rule)
-		}
-	}
-	list := make([]any, len(allowed))
-	for i, a := range allowed {
-		list[i] = a
-	}
-	p["allowedTools"] = list
 }
 
 func stringList(v any) []string {

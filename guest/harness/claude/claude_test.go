@@ -146,10 +146,10 @@ func TestSeedFilesPreApproveGrantedTools(t *testing.T) {
 	req := launchReq()
 	req.Tools = []string{"greet", "search"}
 	files, err := New(Options{}).SeedFiles(req)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(files) != 2 || files[1].Path != ".claude/settings.json" {
+		t.Fatalf("seed files %+v, %v", files, err)
 	}
-	merged, err := files[0].Merge([]byte(`{"projects":{"/workspace":{"allowedTools":["Bash(ls:*)","Bash(greet:*)"]}}}`))
+	merged, err := files[1].Merge([]byte(`{"model":"x","permissions":{"allow":["Bash(ls *)","Bash(greet)"],"deny":["Read(./.env)"]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +157,13 @@ func TestSeedFilesPreApproveGrantedTools(t *testing.T) {
 	if err := json.Unmarshal(merged, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	got := stringList(cfg["projects"].(map[string]any)["/workspace"].(map[string]any)["allowedTools"])
-	if !slices.Equal(got, []string{"Bash(ls:*)", "Bash(greet:*)", "Bash(search:*)"}) {
-		t.Fatalf("allowedTools %v", got)
+	perms := cfg["permissions"].(map[string]any)
+	got := stringList(perms["allow"])
+	want := []string{"Bash(ls *)", "Bash(greet)", "Bash(greet *)", "Bash(search)", "Bash(search *)"}
+	if !slices.Equal(got, want) || cfg["model"] != "x" || len(stringList(perms["deny"])) != 1 {
+		t.Fatalf("settings %v", cfg)
+	}
+	if files, _ := New(Options{}).SeedFiles(launchReq()); len(files) != 1 {
+		t.Fatalf("without tools: %d seed files", len(files))
 	}
 }
