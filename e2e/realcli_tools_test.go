@@ -27,7 +27,8 @@ var _ = Describe("A granted tool in a real CLI", Label("real-cli", "tools"), fun
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(provider.Close)
 		provider.SetToolCall(func(r fakeprovider.Request) *fakeprovider.ToolCall {
-			if strings.Contains(r.LastUserText(), "use the greet tool") {
+			// Once: a request carrying the tool's output (the tool_result) gets a text reply.
+			if strings.Contains(r.LastUserText(), "use the greet tool") && !r.Carries("hello world") {
 				return &fakeprovider.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"greet world","description":"greet"}`)}
 			}
 			return nil
@@ -74,7 +75,7 @@ var _ = Describe("A granted tool in a real CLI", Label("real-cli", "tools"), fun
 		Expect(sup.send(ctx, conv, "please use the greet tool")).To(Succeed())
 		Eventually(func() bool {
 			for _, r := range provider.Conversations() {
-				if r.LastUserText() != "" && strings.Contains(r.LastUserText(), wantHash+"\nhello world") {
+				if r.Carries(wantHash + "\nhello world") {
 					return true
 				}
 			}

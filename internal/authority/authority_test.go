@@ -3,8 +3,8 @@ package authority
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
