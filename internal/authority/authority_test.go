@@ -259,6 +259,11 @@ func TestCallsPerHourCapHoldsInATightLoop(t *testing.T) {
 	if ok != 25 {
 		t.Fatalf("%d calls passed a cap of 25", ok)
 	}
+	_, err := e.call("uid-1", "fp-1", h.token("greet"))
+	var r *tools.Refusal
+	if !errors.As(err, &r) || r.Grant != "g" || r.Namespace != "default" || r.Conversation != "c1" {
+		t.Fatalf("refusal not attributed to its grant: %+v", r)
+	}
 }
 
 func TestRenewalKeepsTheLeaseAlive(t *testing.T) {

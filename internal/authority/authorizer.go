@@ -54,6 +54,18 @@ func (a *Authorizer) Authorize(ctx context.Context, c tools.Caller, r toolwire.R
 	if err != nil {
 		return nil, err
 	}
+	auth, err := a.authorizeVerified(ctx, lease, v, r)
+	var ref *tools.Refusal
+	if errors.As(err, &ref) {
+		// The token verified: the refusal is counted on its grant.
+		ref.Namespace, ref.Grant, ref.Conversation = lease.Namespace, v.Claims.Grant, lease.Conversation
+	}
+	return auth, err
+}
+
+// authorizeVerified checks what a verified token cannot: the grant now, the
+// call cap, the pins against the arguments, and the secrets.
+func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capability.Verified, r toolwire.Request) (*tools.Authorization, error) {
 	tool, grant, err := a.currentTool(ctx, lease.Namespace, v.Claims)
 	if err != nil {
 		return nil, err
