@@ -50,7 +50,11 @@ type Option func(*config)
 type config struct {
 	noTranscripts bool
 	principal     *apiserver.Principal
+	budget        convapi.Budget
 }
+
+// WithBudget serves the API with b as the agents' budget.
+func WithBudget(b convapi.Budget) Option { return func(c *config) { c.budget = b } }
 
 // WithoutTranscripts serves the API with no transcript store.
 func WithoutTranscripts() Option { return func(c *config) { c.noTranscripts = true } }
@@ -72,6 +76,7 @@ func Start(tb testing.TB, opts ...Option) *Env {
 	if cfg.noTranscripts {
 		o.Transcripts = nil
 	}
+	o.Budget = cfg.budget
 	convapi.New(o).Register(srv.API)
 	e.URL = srv.ServeLoopback(tb, cfg.principal)
 	return e
