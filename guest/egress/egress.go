@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/egress/egresswire"
+	"aicli.dev/aicli/guest/internal/connset"
 )
 
 // Defaults for Options.
@@ -56,9 +57,7 @@ type Proxy struct {
 	provider net.Listener
 	proxy    net.Listener
 	slots    chan struct{}
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	conns    connset.Set
 }
 
 // Listen binds both listeners.
@@ -95,7 +94,7 @@ func Listen(opts Options) (*Proxy, error) {
 	}
 	return &Proxy{
 		opts: opts, log: opts.Logger.With("component", "egress"), provider: pl, proxy: xl,
-		slots: make(chan struct{}, opts.MaxConns), conns: make(map[net.Conn]struct{}),
+		slots: make(chan struct{}, opts.MaxConns),
 	}, nil
 }
 
@@ -114,11 +113,7 @@ func (p *Proxy) Serve(ctx context.Context) error {
 	<-ctx.Done()
 	_ = p.provider.Close()
 	_ = p.proxy.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
+	p.conns.CloseAll()
 	wg.Wait()
 	return nil
 }
@@ -148,7 +143,7 @@ func (p *Proxy) acceptLoop(ctx context.Context, ln net.Listener, handle func(con
 			_ = c.Close()
 			continue
 		}
-		if !p.track(c) {
+		if !p.conns.Track(c) {
 			<-p.slots
 			_ = c.Close()
 			return
@@ -157,27 +152,10 @@ func (p *Proxy) acceptLoop(ctx context.Context, ln net.Listener, handle func(con
 		go func() {
 			defer wg.Done()
 			defer func() { <-p.slots }()
-			defer p.untrack(c)
+			defer p.conns.Untrack(c)
 			handle(ctx, c)
 		}()
 	}
-}
-
-func (p *Proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conns == nil {
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *Proxy) untrack(c net.Conn) {
-	p.mu.Lock()
-	delete(p.conns, c)
-	p.mu.Unlock()
-	_ = c.Close()
 }
 
 // open opens a stream, sends h and reads the supervisor's reply. On a refusal the stream is closed and the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"aicli.dev/aicli/guest/egress/egresswire"
+	"aicli.dev/aicli/guest/internal/connset"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/guest/toolwire"
 )
@@ -54,9 +55,7 @@ type Relay struct {
 	ln    net.Listener
 	slots chan struct{}
 	caps  capSet
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	conns connset.Set
 }
 
 // Listen creates the socket's directory and binds the socket, replacing a stale one.
@@ -93,7 +92,7 @@ func Listen(opts Options) (*Relay, error) {
 	}
 	return &Relay{
 		opts: opts, log: opts.Logger.With("component", "toolrelay"), ln: ln,
-		slots: make(chan struct{}, opts.MaxConns), conns: map[net.Conn]struct{}{},
+		slots: make(chan struct{}, opts.MaxConns),
 	}, nil
 }
 
@@ -124,12 +123,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	stop := context.AfterFunc(ctx, func() {
 		_ = r.ln.Close()
-		r.mu.Lock()
-		for c := range r.conns {
-			_ = c.Close()
-		}
-		r.conns = nil
-		r.mu.Unlock()
+		r.conns.CloseAll()
 	})
 	defer stop()
 	defer wg.Wait()
@@ -153,7 +147,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 			go refuseBusy(c)
 			continue
 		}
-		if !r.track(c) {
+		if !r.conns.Track(c) {
 			<-r.slots
 			_ = c.Close()
 			return nil
@@ -162,27 +156,10 @@ func (r *Relay) Serve(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-r.slots }()
-			defer r.untrack(c)
+			defer r.conns.Untrack(c)
 			r.handle(ctx, c)
 		}()
 	}
-}
-
-func (r *Relay) track(c net.Conn) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.conns == nil {
-		return false
-	}
-	r.conns[c] = struct{}{}
-	return true
-}
-
-func (r *Relay) untrack(c net.Conn) {
-	r.mu.Lock()
-	delete(r.conns, c)
-	r.mu.Unlock()
-	_ = c.Close()
 }
 
 // refuseBusy answers a connection over MaxConns without reading its request.

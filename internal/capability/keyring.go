@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"aicli.dev/aicli/internal/atomicfile"
 )
 
 const (
@@ -369,7 +371,7 @@ func (k *Keyring) update(namespace string, change func(f *keyFile, now time.Time
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(p, data); err != nil {
+	if err := atomicfile.Write(p, data, 0o600); err != nil {
 		return err
 	}
 	return k.reload(namespace)
@@ -397,39 +399,6 @@ func lockDir(dir string) (unlock func(), err error) {
 		_ = syscall.Flock(int(fd.Fd()), syscall.LOCK_UN)
 		fd.Close()
 	}, nil
-}
-
-func writeAtomic(p string, data []byte) error {
-	dir := filepath.Dir(p)
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func newStoredKey(now time.Time) (storedKey, error) {
