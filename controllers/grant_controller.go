@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,9 @@ type GrantReconciler struct {
 	// Now is the clock (default metav1.Now).
 	Now func() metav1.Time
 }
+
+// leaseRecheckSlack is added to a lease's expiry before the grant looks again.
+const leaseRecheckSlack = 250 * time.Millisecond
 
 type grantScope struct {
 	grant *v1alpha1.Grant
@@ -168,7 +172,15 @@ func (r *GrantReconciler) reconcileLeases(_ context.Context, s *grantScope) (rec
 	g.Status.IssuedAt, g.Status.LeaseExpiresAt = &issued, &exp
 	setCondition(&g.Status.Conditions, g.Generation, v1alpha1.ConditionLeaseHeld, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 		fmt.Sprintf("%d live conversations hold a lease, renewed while their containers live", len(held)))
-	return reconcile.Result{}, nil
+	// Look again when the soonest lease would run out unrenewed (a lapse is
+	// also reported by the lease manager; this is the backstop).
+	soonest := held[0].ExpiresAt
+	for _, h := range held {
+		if h.ExpiresAt.Before(soonest) {
+			soonest = h.ExpiresAt
+		}
+	}
+	return reconcile.Result{RequeueAfter: max(time.Until(soonest), 0) + leaseRecheckSlack}, nil
 }
 
 func (r *GrantReconciler) writeStatus(ctx context.Context, g *v1alpha1.Grant, before *v1alpha1.GrantStatus) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,6 +189,56 @@ func TestExpiredLeaseIsRefusedWithinOneTTL(t *testing.T) {
 	var r *capability.Refusal
 	if !errors.As(err, &r) || r.Reason != capability.ReasonExpired {
 		t.Fatalf("the token itself after one TTL: %v", err)
+	}
+}
+
+// dyingHolder is a guest that goes away when dead is set.
+type dyingHolder struct {
+	memHolder
+	dead atomic.Bool
+}
+
+func (h *dyingHolder) SetCapabilities(ctx context.Context, c ptyapi.Capabilities) error {
+	if h.dead.Load() {
+		return errors.New("session shutdown")
+	}
+	return h.memHolder.SetCapabilities(ctx, c)
+}
+
+func TestAnUnreachableGuestsLeaseLapsesWithinOneTTL(t *testing.T) {
+	e := newEnv(t)
+	e.grant("g", "alice", nil)
+	e.leases.TTL = 300 * time.Millisecond
+	e.leases.Now = nil
+	changed := make(chan string, 4)
+	e.leases.Changed = func(ns, grant string) { changed <- ns + "/" + grant }
+	var list v1alpha1.GrantList
+	if err := e.client.List(context.Background(), "default", &list, nil); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := grants.Effective(list.Items, "alice")
+	h := &dyingHolder{}
+	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: "alice", Conversation: "c1", UID: "uid-1",
+		Fingerprint: "fp-1", Tools: ts, Holder: h}); err != nil {
+		t.Fatal(err)
+	}
+	<-changed // taken
+	// The guest dies: every renewal fails; nothing calls Release.
+	h.dead.Store(true)
+	start := time.Now()
+	select {
+	case got := <-changed:
+		if got != "default/g" {
+			t.Fatalf("changed %q", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the lapse was not reported")
+	}
+	if d := time.Since(start); d > 2*e.leases.TTL {
+		t.Fatalf("lapsed after %v", d)
+	}
+	if _, ok := e.leases.Lookup("uid-1"); ok || len(e.leases.Held("default", "g")) != 0 {
+		t.Fatal("a lapsed lease is still held")
 	}
 }
 

@@ -208,6 +208,11 @@ func (m *Manager) renew(h *held) {
 			cancel()
 		}
 		if err != nil {
+			if m.lapse(h, now) {
+				m.log().Warn("a capability lease lapsed: the guest could not be reached for a whole TTL",
+					"conversation", h.Namespace+"/"+h.Conversation, "err", err)
+				return
+			}
 			m.log().Warn("renewing a capability lease failed", "conversation", h.Namespace+"/"+h.Conversation, "err", err)
 			continue
 		}
@@ -217,6 +222,21 @@ func (m *Manager) renew(h *held) {
 		}
 		m.mu.Unlock()
 	}
+}
+
+// lapse drops h once it has expired (its guest unreachable for a whole TTL:
+// the container died and nothing released the lease) and reports it to the
+// grants; true when dropped.
+func (m *Manager) lapse(h *held, now time.Time) bool {
+	m.mu.Lock()
+	if now.Before(h.expiresAt) || m.leases[h.UID] != h {
+		m.mu.Unlock()
+		return false
+	}
+	delete(m.leases, h.UID)
+	m.mu.Unlock()
+	m.changed(h, nil)
+	return true
 }
 
 // mint makes one token per tool that has not expired by attenuation.
