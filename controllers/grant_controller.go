@@ -141,14 +141,19 @@ func (r *GrantReconciler) reconcileLeases(_ context.Context, s *grantScope) (rec
 	if r.Leases != nil {
 		held = r.Leases.Held(g.Namespace, g.Name)
 	}
-	calls := map[string]int64{}
+	prev := map[string]v1alpha1.GrantConversation{}
 	for _, c := range g.Status.Conversations {
-		calls[c.Name] = c.Calls
+		prev[c.Name] = c
 	}
 	convs := make([]v1alpha1.GrantConversation, 0, len(held))
 	for _, h := range held {
+		// Renewals are not status writes: a listed lease keeps the expiry
+		// recorded when it was taken until it is re-issued or lost.
 		exp := metav1.NewTime(h.ExpiresAt)
-		convs = append(convs, v1alpha1.GrantConversation{Name: h.Conversation, LeaseExpiresAt: &exp, Calls: calls[h.Conversation]})
+		if p, ok := prev[h.Conversation]; ok && p.LeaseExpiresAt != nil && g.Status.IssuedAt != nil && !h.IssuedAt.After(g.Status.IssuedAt.Time) {
+			exp = *p.LeaseExpiresAt
+		}
+		convs = append(convs, v1alpha1.GrantConversation{Name: h.Conversation, LeaseExpiresAt: &exp, Calls: prev[h.Conversation].Calls})
 	}
 	if len(held) == 0 {
 		if len(g.Status.Conversations) > 0 {
@@ -168,8 +173,10 @@ func (r *GrantReconciler) reconcileLeases(_ context.Context, s *grantScope) (rec
 			latest = h
 		}
 	}
-	issued, exp := metav1.NewTime(latest.IssuedAt), metav1.NewTime(latest.ExpiresAt)
-	g.Status.IssuedAt, g.Status.LeaseExpiresAt = &issued, &exp
+	if g.Status.IssuedAt == nil || latest.IssuedAt.After(g.Status.IssuedAt.Time) {
+		issued, exp := metav1.NewTime(latest.IssuedAt), metav1.NewTime(latest.ExpiresAt)
+		g.Status.IssuedAt, g.Status.LeaseExpiresAt = &issued, &exp
+	}
 	setCondition(&g.Status.Conditions, g.Generation, v1alpha1.ConditionLeaseHeld, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
 		fmt.Sprintf("%d live conversations hold a lease, renewed while their containers live", len(held)))
 	// Look again when the soonest lease would run out unrenewed (a lapse is

@@ -111,6 +111,13 @@ func TestGrantLeasesAndRevocation(t *testing.T) {
 	if len(g.Status.Conversations) != 1 || g.Status.Conversations[0].Name != "c" || !g.Status.IssuedAt.Time.Equal(issued) {
 		t.Fatalf("status %+v", g.Status)
 	}
+	// A renewal alone writes nothing.
+	rv := g.ResourceVersion
+	e.leases["default/g1"] = []authority.LeaseInfo{{Conversation: "c", UID: "u", IssuedAt: issued, ExpiresAt: issued.Add(3 * time.Minute)}}
+	e.reconcile("g1")
+	if got := e.grant("g1"); got.ResourceVersion != rv {
+		t.Fatalf("a renewal wrote the status: %+v", got.Status)
+	}
 	// The lease is lost: the grant says so and when.
 	delete(e.leases, "default/g1")
 	e.reconcile("g1")

@@ -219,7 +219,8 @@ type ToolCall struct {
 type GrantConversation struct {
 	// name is the conversation's name.
 	Name string `json:"name"`
-	// leaseExpiresAt is when its lease ends unless renewed.
+	// leaseExpiresAt is when its lease, as issued, ends unless renewed; renewals
+	// (every third of the lease) happen in memory and are not written.
 	// +optional
 	LeaseExpiresAt *metav1.Time `json:"leaseExpiresAt,omitempty"`
 	// calls counts its calls.
@@ -237,7 +238,8 @@ type GrantStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// leaseExpiresAt is when the current lease ends unless renewed.
+	// leaseExpiresAt is when the latest lease, as issued, ends unless renewed
+	// (or, with no lease held, when the last one was lost).
 	// +optional
 	LeaseExpiresAt *metav1.Time `json:"leaseExpiresAt,omitempty"`
 	// issuedAt is when capabilities were last issued.
