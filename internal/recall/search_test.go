@@ -1,0 +1,121 @@
+package recall
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func seed(t *testing.T, r *Recall) {
+	t.Helper()
+	for _, d := range []Doc{
+		{ID: "run", Title: "Morning routine", Body: "She runs along the river every morning before work."},
+		{ID: "db", Title: "Database notes", Body: "The database migration failed because the disk was full."},
+		{ID: "phrase", Title: "Release", Body: "The release train leaves on Friday; the train is never late."},
+		{ID: "split", Title: "Mixed", Body: "Release notes mention a train of thought about the weekend."},
+		{ID: "cats", Title: "Cats", Tags: []string{"pets"}, Body: "Cats sleep most of the day. Cats cats cats."},
+		{ID: "onecat", Title: "Garden", Body: "A cat crossed the garden while we discussed tomatoes, peppers and beans at length."},
+	} {
+		mustPut(t, r, d)
+	}
+}
+
+func search(t *testing.T, r *Recall, q string) []Hit {
+	t.Helper()
+	hits, err := r.Search(context.Background(), testRef, q, 10)
+	if err != nil {
+		t.Fatalf("Search(%q): %v", q, err)
+	}
+	return hits
+}
+
+func TestSearchStemming(t *testing.T) {
+	r := newEnv(t).open(t)
+	seed(t, r)
+	if got := ids(search(t, r, "running")); !slices.Equal(got, []string{"run"}) {
+		t.Fatalf("running: %v", got)
+	}
+	if got := ids(search(t, r, "migrations")); !slices.Equal(got, []string{"db"}) {
+		t.Fatalf("migrations: %v", got)
+	}
+}
+
+func TestSearchPhraseAndOperators(t *testing.T) {
+	r := newEnv(t).open(t)
+	seed(t, r)
+	if got := ids(search(t, r, `"release train"`)); !slices.Equal(got, []string{"phrase"}) {
+		t.Fatalf("phrase: %v", got)
+	}
+	if got := ids(search(t, r, `+release -friday`)); !slices.Equal(got, []string{"split"}) {
+		t.Fatalf("+release -friday: %v", got)
+	}
+	if got := ids(search(t, r, `tags:pets`)); !slices.Equal(got, []string{"cats"}) {
+		t.Fatalf("tags:pets: %v", got)
+	}
+	if got := ids(search(t, r, `title:database`)); !slices.Equal(got, []string{"db"}) {
+		t.Fatalf("title:database: %v", got)
+	}
+}
+
+func TestSearchRankingAndSnippet(t *testing.T) {
+	r := newEnv(t).open(t)
+	seed(t, r)
+	hits := search(t, r, "cat")
+	if got := ids(hits); !slices.Equal(got, []string{"cats", "onecat"}) {
+		t.Fatalf("cat: %v, want the cat-heavy short doc first", got)
+	}
+	if hits[0].Score <= hits[1].Score || hits[0].Title != "Cats" {
+		t.Fatalf("hits: %+v", hits)
+	}
+	if !strings.Contains(hits[1].Snippet, "**cat**") {
+		t.Fatalf("snippet %q does not mark the term", hits[1].Snippet)
+	}
+}
+
+func TestSearchMalformedQuery(t *testing.T) {
+	r := newEnv(t).open(t)
+	seed(t, r)
+	for _, tc := range []struct {
+		q      string
+		offset int
+	}{
+		{`cats "unclosed phrase`, 5},
+		{`cats title:`, 5},
+		{`+`, 0},
+	} {
+		_, err := r.Search(context.Background(), testRef, tc.q, 10)
+		var qe *QueryError
+		if !errors.As(err, &qe) {
+			t.Fatalf("%q: err = %v, want *QueryError", tc.q, err)
+		}
+		if qe.Offset != tc.offset || !strings.Contains(err.Error(), "offset") {
+			t.Errorf("%q: offset %d, want %d (%v)", tc.q, qe.Offset, tc.offset, err)
+		}
+	}
+}
+
+func TestRebuildFromStore(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(t)
+	seed(t, r)
+	queries := []string{"running", `"release train"`, "cat", "+release -friday"}
+	before := map[string][]string{}
+	for _, q := range queries {
+		before[q] = ids(search(t, r, q))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(e.indexDir); err != nil {
+		t.Fatal(err)
+	}
+	r = e.open(t)
+	for _, q := range queries {
+		if got := ids(search(t, r, q)); !slices.Equal(got, before[q]) {
+			t.Errorf("%q after rebuild: %v, want %v", q, got, before[q])
+		}
+	}
+}
