@@ -119,3 +119,43 @@ func TestRebuildFromStore(t *testing.T) {
 		}
 	}
 }
+
+func TestRebuildCorruptOrUnclean(t *testing.T) {
+	e := newEnv(t)
+	r := e.open(t)
+	seed(t, r)
+	want := ids(search(t, r, "cat"))
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := r.bucketDir(testRef) + "/" + mappingVersion
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil { // corrupt: a file, not an index
+		t.Fatal(err)
+	}
+	r = e.open(t)
+	if got := ids(search(t, r, "cat")); !slices.Equal(got, want) {
+		t.Fatalf("after corrupt index: %v, want %v", got, want)
+	}
+
+	// Unclean shutdown: a write reached the store but not the index; the
+	// dirty marker left behind forces a rebuild that picks it up.
+	val := []byte(`{"id":"late","body":"a cat arrived late"}`)
+	if err := e.st.PutKV(context.Background(), kvBucket, testRef.key("late"), val); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.bucket(context.Background(), testRef)
+	if err := b.idx.Load().ix.Close(); err != nil { // close bleve but keep the marker
+		t.Fatal(err)
+	}
+	b.idx.Store(nil)
+	r.mu.Lock()
+	r.buckets = map[BucketRef]*bucketIndex{} // r's Close must not remove the marker
+	r.mu.Unlock()
+	r3 := e.open(t)
+	if got := ids(search(t, r3, "cat")); !slices.Contains(got, "late") {
+		t.Fatalf("after unclean shutdown: %v, want late included", got)
+	}
+}

@@ -1,0 +1,88 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchWords is a small vocabulary; documents draw from it with a skewed
+// distribution so terms have realistic, uneven document frequencies.
+var benchWords = strings.Fields(`agent container supervisor transcript mailbox recall bucket search index
+store commit durable snapshot conversation harness provider budget grant capability token egress
+gateway image build runtime docker network volume secret lease breaker backoff retry deadline
+reconcile status condition event watch history cursor offset query phrase stemming ranking
+running deployed failed migrated compiled tested reviewed merged released rolled approved denied
+memory disk cpu latency throughput queue worker batch stream socket timeout error warning`)
+
+func benchDocs(n int, seed uint64) []Doc {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	z := rand.NewZipf(rng, 1.1, 4, uint64(len(benchWords)-1))
+	docs := make([]Doc, n)
+	for i := range docs {
+		var body strings.Builder
+		for range 60 + rng.IntN(120) {
+			body.WriteString(benchWords[z.Uint64()])
+			body.WriteByte(' ')
+		}
+		docs[i] = Doc{
+			ID:    fmt.Sprintf("doc-%06d", i),
+			Title: benchWords[rng.IntN(len(benchWords))] + " " + benchWords[rng.IntN(len(benchWords))],
+			Body:  body.String(),
+		}
+	}
+	return docs
+}
+
+// BenchmarkRecallIndex measures end-to-end indexing throughput: PutMany in
+// batches of 1,000 (synced side-table writes plus one bleve batch each).
+func BenchmarkRecallIndex(b *testing.B) {
+	const batch = 1000
+	docs := benchDocs(10_000, 7)
+	r := newEnv(b).open(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		i := n % len(docs)
+		if _, err := r.PutMany(ctx, testRef, docs[i:i+batch]); err != nil {
+			b.Fatal(err)
+		}
+		n += batch
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "docs/s")
+}
+
+// BenchmarkRecallSearch measures search latency over a 10,000-document
+// bucket with a mix of term, two-term, phrase, +/- and field queries; it
+// reports p50 and p99.
+func BenchmarkRecallSearch(b *testing.B) {
+	r := newEnv(b).open(b)
+	ctx := context.Background()
+	docs := benchDocs(10_000, 7)
+	for i := 0; i < len(docs); i += 1000 {
+		if _, err := r.PutMany(ctx, testRef, docs[i:i+1000]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := []string{"container", "running supervisor", `"durable snapshot"`,
+		"+docker -network", "title:agent", "latency throughput queue", "migrations"}
+	var lat []time.Duration
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		if _, err := r.Search(ctx, testRef, queries[i%len(queries)], 10); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
