@@ -8,6 +8,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // MaxSearchLimit caps Search's limit; DefaultSearchLimit replaces limit <= 0.
@@ -23,8 +24,9 @@ type Hit struct {
 	// Score is the BM25 relevance; only its order within one result list
 	// means anything.
 	Score float64
-	// Snippet is a fragment of the body with the matched terms in
-	// **markers**, or the body's start when no body term matched.
+	// Snippet is about 200 bytes of the body around the first occurrence
+	// of a query word (matched case-insensitively on its first letters, so
+	// "running" finds "runs"), marked **like this**, or the body's start.
 	Snippet string
 }
 
@@ -47,23 +49,20 @@ func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int)
 		return nil, err
 	}
 	req := bleve.NewSearchRequestOptions(qsq, limit, 0, false)
-	req.Fields = []string{fieldTitle, fieldBody}
-	req.Highlight = bleve.NewHighlightWithStyle(snippetStyle)
-	req.Highlight.AddField(fieldBody)
 	res, err := b.search(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("recall: search %s: %w", ref, err)
 	}
 	hits := make([]Hit, 0, len(res.Hits))
 	for _, h := range res.Hits {
-		hit := Hit{ID: h.ID, Score: h.Score}
-		hit.Title, _ = h.Fields[fieldTitle].(string)
-		if frags := h.Fragments[fieldBody]; len(frags) > 0 {
-			hit.Snippet = frags[0]
-		} else if body, ok := h.Fields[fieldBody].(string); ok {
-			hit.Snippet = leadSnippet(body)
+		d, err := r.Get(ctx, ref, h.ID)
+		if apierrors.IsNotFound(err) {
+			continue // deleted since the search ran
 		}
-		hits = append(hits, hit)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, Hit{ID: h.ID, Title: d.Title, Score: h.Score, Snippet: snippet(d.Body, q)})
 	}
 	return hits, nil
 }
@@ -75,18 +74,3 @@ func (b *bucketIndex) search(ctx context.Context, req *bleve.SearchRequest) (*bl
 	}
 	return idx.ix.SearchInContext(ctx, req)
 }
-
-// leadSnippet is the body's first 200 bytes, cut at a rune boundary.
-func leadSnippet(body string) string {
-	const n = 200
-	if len(body) <= n {
-		return body
-	}
-	cut := n
-	for cut > 0 && !utf8RuneStart(body[cut]) {
-		cut--
-	}
-	return body[:cut] + "…"
-}
-
-func utf8RuneStart(c byte) bool { return c&0xC0 != 0x80 }
