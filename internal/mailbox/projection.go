@@ -21,7 +21,7 @@ type idemKey struct{ from, key string }
 
 // idemEntry is what an idempotency key answers, and what it was used for.
 type idemEntry struct {
-	sent                    Sent
+	sent              Sent
 	to, body, convCtx string
 }
 
