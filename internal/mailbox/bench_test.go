@@ -78,3 +78,24 @@ func BenchmarkOpenReplay100kCold(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/open")
 }
+
+// BenchmarkInboxPage100 measures reading a page of 100 unread messages from an
+// inbox of 10,000.
+func BenchmarkInboxPage100(b *testing.B) {
+	_, s, _ := open(b)
+	ctx := ctxT(b)
+	if err := mailbox.SeedLog(ctx, s, ns, "bob", 10_000); err != nil {
+		b.Fatal(err)
+	}
+	m, err := mailbox.Open(ctx, s, mailbox.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := m.Inbox(ctx, ns, "bob", mailbox.InboxOptions{UnreadOnly: true, After: 5000, Limit: 100})
+		if err != nil || len(got) != 100 {
+			b.Fatalf("page = %d, %v", len(got), err)
+		}
+	}
+}

@@ -20,7 +20,7 @@ const (
 // record is one log event; its sequence is in its key.
 type record struct {
 	Type string    `json:"type"`
-	Time time.Time `json:"time"`
+	Time time.Time `json:"timestamp"`
 	// message_sent
 	From                string `json:"from,omitempty"`
 	To                  string `json:"to,omitempty"`
