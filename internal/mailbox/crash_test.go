@@ -17,7 +17,10 @@ import (
 	"aicli.dev/aicli/internal/store"
 )
 
-const crashDirEnv = "AICLI_MAILBOX_CRASH_DIR"
+const (
+	crashDirEnv   = "AICLI_MAILBOX_CRASH_DIR"
+	crashRoundEnv = "AICLI_MAILBOX_CRASH_ROUND"
+)
 
 var crashSenders = []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"}
 
@@ -41,16 +44,17 @@ func TestHelperFlood(t *testing.T) {
 	}
 	var outMu sync.Mutex
 	say := func(line string) { outMu.Lock(); _, _ = os.Stdout.WriteString(line); outMu.Unlock() }
+	round := os.Getenv(crashRoundEnv)
 	say("ready\n")
 	for _, from := range crashSenders {
 		go func() {
 			for i := 0; ; i++ {
-				sent, err := m.Append(ctx, mailbox.Message{Namespace: ns, From: from, To: "bob", Body: strconv.Itoa(i)})
+				sent, err := m.Append(ctx, mailbox.Message{Namespace: ns, From: from, To: "bob", Body: round + "-" + strconv.Itoa(i)})
 				if err != nil {
 					say(fmt.Sprintf("error %v\n", err))
 					return
 				}
-				say(fmt.Sprintf("ack %s %d %d\n", from, i, sent.Seq))
+				say(fmt.Sprintf("ack %s %s-%d %d\n", from, round, i, sent.Seq))
 			}
 		}()
 	}
@@ -60,7 +64,20 @@ func TestHelperFlood(t *testing.T) {
 
 func TestKill9LosesNoAcknowledgedMail(t *testing.T) {
 	dir := t.TempDir()
-	acked := runFloodAndKill(t, dir, 4000) // sender → acked (body index → seq)
+	acked := map[string]uint64{} // "sender round-i" → seq, over all rounds
+	for round := range 2 {
+		// Round 1 appends to the log recovered from round 0's kill.
+		for k, seq := range runFloodAndKill(t, dir, round, 3000) {
+			acked[k] = seq
+		}
+		checkFloodAfterKill(t, dir, round, acked)
+	}
+}
+
+// checkFloodAfterKill reopens dir and checks that bob's inbox holds every
+// acknowledged message with its acknowledged sequence, in per-sender order.
+func checkFloodAfterKill(t *testing.T, dir string, round int, acked map[string]uint64) {
+	t.Helper()
 	s := openStore(t, dir)
 	defer s.Close()
 	m, err := mailbox.Open(ctxT(t), s, mailbox.Options{})
@@ -68,39 +85,41 @@ func TestKill9LosesNoAcknowledgedMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := inbox(t, m, "bob", mailbox.InboxOptions{})
-	next := map[string]int{}
-	seqOf := map[string]map[int]uint64{}
-	for i, msg := range got {
-		if i > 0 && msg.Seq <= got[i-1].Seq {
-			t.Fatalf("inbox out of order at %d", i)
+	type pos struct{ round, i int }
+	next := map[string]pos{}
+	present := map[string]uint64{}
+	for n, msg := range got {
+		if n > 0 && msg.Seq <= got[n-1].Seq {
+			t.Fatalf("round %d: inbox out of order at %d", round, n)
 		}
-		if msg.Body != strconv.Itoa(next[msg.From]) {
-			t.Fatalf("from %s: found %q, want %d (per-sender append order)", msg.From, msg.Body, next[msg.From])
+		var p pos
+		if _, err := fmt.Sscanf(msg.Body, "%d-%d", &p.round, &p.i); err != nil {
+			t.Fatalf("round %d: body %q: %v", round, msg.Body, err)
 		}
-		if seqOf[msg.From] == nil {
-			seqOf[msg.From] = map[int]uint64{}
+		want := next[msg.From]
+		if p.round > want.round && p.i == 0 {
+			want = pos{p.round, 0} // the sender's next round starts
 		}
-		seqOf[msg.From][next[msg.From]] = msg.Seq
-		next[msg.From]++
+		if p != want {
+			t.Fatalf("round %d: from %s found %q, want %d-%d (per-sender append order)", round, msg.From, msg.Body, want.round, want.i)
+		}
+		next[msg.From] = pos{p.round, p.i + 1}
+		present[msg.From+" "+msg.Body] = msg.Seq
 	}
-	total := 0
-	for from, acks := range acked {
-		for i, seq := range acks {
-			if got, ok := seqOf[from][i]; !ok || got != seq {
-				t.Fatalf("acknowledged %s #%d (seq %d) lost after kill -9 (found seq %d, present %v)", from, i, seq, got, ok)
-			}
-			total++
+	for k, seq := range acked {
+		if got, ok := present[k]; !ok || got != seq {
+			t.Fatalf("round %d: acknowledged %s (seq %d) lost after kill -9 (found seq %d, present %v)", round, k, seq, got, ok)
 		}
 	}
-	t.Logf("%d acknowledged messages all present after kill -9; %d in the inbox", total, len(got))
+	t.Logf("round %d: %d acknowledged messages all present after kill -9; %d in the inbox", round, len(acked), len(got))
 }
 
 // runFloodAndKill runs TestHelperFlood on dir, SIGKILLs it after want
-// acknowledgements and returns them.
-func runFloodAndKill(t *testing.T, dir string, want int) map[string]map[int]uint64 {
+// acknowledgements and returns them ("sender round-i" → seq).
+func runFloodAndKill(t *testing.T, dir string, round, want int) map[string]uint64 {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFlood$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -116,7 +135,7 @@ func runFloodAndKill(t *testing.T, dir string, want int) map[string]map[int]uint
 			_ = cmd.Wait()
 		}
 	})
-	acked := map[string]map[int]uint64{}
+	acked := map[string]uint64{}
 	var mu sync.Mutex
 	enough := make(chan struct{})
 	done := make(chan error, 1)
@@ -127,13 +146,13 @@ func runFloodAndKill(t *testing.T, dir string, want int) map[string]map[int]uint
 			f := strings.Fields(sc.Text())
 			switch {
 			case len(f) == 4 && f[0] == "ack":
-				i, _ := strconv.Atoi(f[2])
-				seq, _ := strconv.ParseUint(f[3], 10, 64)
-				mu.Lock()
-				if acked[f[1]] == nil {
-					acked[f[1]] = map[int]uint64{}
+				seq, err := strconv.ParseUint(f[3], 10, 64)
+				if err != nil {
+					done <- fmt.Errorf("bad ack %q", sc.Text())
+					return
 				}
-				acked[f[1]][i] = seq
+				mu.Lock()
+				acked[f[1]+" "+f[2]] = seq
 				mu.Unlock()
 				if n++; n == want {
 					close(enough)
