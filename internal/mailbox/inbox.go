@@ -1,0 +1,134 @@
+package mailbox
+
+import (
+	"context"
+	"fmt"
+)
+
+// InboxOptions select the messages Inbox returns.
+type InboxOptions struct {
+	// UnreadOnly lists only messages after the read cursor.
+	UnreadOnly bool
+	// After lists only messages with a higher sequence (paging).
+	After uint64
+	// Limit caps the number of messages; <= 0 means all.
+	Limit int
+}
+
+// Inbox returns the agent's messages in sequence order. Reading does not
+// advance the cursor (see Ack).
+func (m *Mailbox) Inbox(ctx context.Context, ns, agent string, opts InboxOptions) ([]Mail, error) {
+	seqs, err := m.selectSeqs(ctx, ns, agent, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Mail, 0, len(seqs))
+	for _, seq := range seqs {
+		kvs, err := m.store.ScanKV(ctx, bucket, logKey(ns, seq), "", 1)
+		if err != nil {
+			return nil, fmt.Errorf("mailbox: read %s/%d: %w", ns, seq, err)
+		}
+		if len(kvs) == 0 {
+			return nil, fmt.Errorf("mailbox: message %s/%d missing from the log", ns, seq)
+		}
+		_, _, r, err := decode(kvs[0].Key, kvs[0].Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.mail(seq))
+	}
+	return out, nil
+}
+
+// selectSeqs picks the sequences Inbox lists, under the namespace lock.
+func (m *Mailbox) selectSeqs(ctx context.Context, ns, agent string, opts InboxOptions) ([]uint64, error) {
+	if err := checkNames(ns, agent); err != nil {
+		return nil, err
+	}
+	n, err := m.lock(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer n.mu.Unlock()
+	b := n.proj.inboxes[agent]
+	if b == nil {
+		return nil, nil
+	}
+	from := opts.After
+	if opts.UnreadOnly {
+		from = max(from, b.cursor)
+	}
+	seqs := b.seqs[b.after(from):]
+	if opts.Limit > 0 && len(seqs) > opts.Limit {
+		seqs = seqs[:opts.Limit]
+	}
+	return append([]uint64(nil), seqs...), nil
+}
+
+// Ack marks the agent's messages up to upTo read and returns the cursor. The
+// cursor only moves forward, and never past the agent's last message: an
+// older or repeated Ack changes nothing and writes nothing. An advance is a
+// synced inbox_read event in the log.
+func (m *Mailbox) Ack(ctx context.Context, ns, agent string, upTo uint64) (uint64, error) {
+	if err := checkNames(ns, agent); err != nil {
+		return 0, err
+	}
+	n, err := m.lock(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	defer n.mu.Unlock()
+	b := n.proj.inboxes[agent]
+	if b == nil {
+		return 0, nil
+	}
+	i := b.after(upTo) // b.seqs[i-1] is the last message at or below upTo
+	if i == 0 || b.seqs[i-1] <= b.cursor {
+		return b.cursor, nil
+	}
+	to := b.seqs[i-1]
+	if _, err := m.write(ctx, ns, n, &record{Type: typeRead, Agent: agent, UpTo: to}); err != nil {
+		return 0, err
+	}
+	return to, nil
+}
+
+// Unread is the number of the agent's messages after its read cursor.
+func (m *Mailbox) Unread(ctx context.Context, ns, agent string) (int, error) {
+	if err := checkNames(ns, agent); err != nil {
+		return 0, err
+	}
+	n, err := m.lock(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	defer n.mu.Unlock()
+	b := n.proj.inboxes[agent]
+	if b == nil {
+		return 0, nil
+	}
+	return len(b.seqs) - b.after(b.cursor), nil
+}
+
+// Cursor is the agent's read cursor (0: nothing read).
+func (m *Mailbox) Cursor(ctx context.Context, ns, agent string) (uint64, error) {
+	if err := checkNames(ns, agent); err != nil {
+		return 0, err
+	}
+	n, err := m.lock(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	defer n.mu.Unlock()
+	if b := n.proj.inboxes[agent]; b != nil {
+		return b.cursor, nil
+	}
+	return 0, nil
+}
+
+func checkNames(ns, agent string) error {
+	if err := checkName("namespace", ns); err != nil {
+		return err
+	}
+	return checkName("agent", agent)
+}
