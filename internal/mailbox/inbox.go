@@ -42,15 +42,11 @@ func (m *Mailbox) Inbox(ctx context.Context, ns, agent string, opts InboxOptions
 
 // selectSeqs picks the sequences Inbox lists, under the namespace lock.
 func (m *Mailbox) selectSeqs(ctx context.Context, ns, agent string, opts InboxOptions) ([]uint64, error) {
-	if err := checkNames(ns, agent); err != nil {
-		return nil, err
-	}
-	n, err := m.lock(ctx, ns)
+	n, b, err := m.lockInbox(ctx, ns, agent)
 	if err != nil {
 		return nil, err
 	}
 	defer n.mu.Unlock()
-	b := n.proj.inboxes[agent]
 	if b == nil {
 		return nil, nil
 	}
@@ -70,15 +66,11 @@ func (m *Mailbox) selectSeqs(ctx context.Context, ns, agent string, opts InboxOp
 // older or repeated Ack changes nothing and writes nothing. An advance is a
 // synced inbox_read event in the log.
 func (m *Mailbox) Ack(ctx context.Context, ns, agent string, upTo uint64) (uint64, error) {
-	if err := checkNames(ns, agent); err != nil {
-		return 0, err
-	}
-	n, err := m.lock(ctx, ns)
+	n, b, err := m.lockInbox(ctx, ns, agent)
 	if err != nil {
 		return 0, err
 	}
 	defer n.mu.Unlock()
-	b := n.proj.inboxes[agent]
 	if b == nil {
 		return 0, nil
 	}
@@ -95,15 +87,11 @@ func (m *Mailbox) Ack(ctx context.Context, ns, agent string, upTo uint64) (uint6
 
 // Unread is the number of the agent's messages after its read cursor.
 func (m *Mailbox) Unread(ctx context.Context, ns, agent string) (int, error) {
-	if err := checkNames(ns, agent); err != nil {
-		return 0, err
-	}
-	n, err := m.lock(ctx, ns)
+	n, b, err := m.lockInbox(ctx, ns, agent)
 	if err != nil {
 		return 0, err
 	}
 	defer n.mu.Unlock()
-	b := n.proj.inboxes[agent]
 	if b == nil {
 		return 0, nil
 	}
@@ -112,18 +100,28 @@ func (m *Mailbox) Unread(ctx context.Context, ns, agent string) (int, error) {
 
 // Cursor is the agent's read cursor (0: nothing read).
 func (m *Mailbox) Cursor(ctx context.Context, ns, agent string) (uint64, error) {
-	if err := checkNames(ns, agent); err != nil {
-		return 0, err
-	}
-	n, err := m.lock(ctx, ns)
+	n, b, err := m.lockInbox(ctx, ns, agent)
 	if err != nil {
 		return 0, err
 	}
 	defer n.mu.Unlock()
-	if b := n.proj.inboxes[agent]; b != nil {
-		return b.cursor, nil
+	if b == nil {
+		return 0, nil
 	}
-	return 0, nil
+	return b.cursor, nil
+}
+
+// lockInbox validates the names, locks the namespace (the caller unlocks
+// n.mu) and returns the agent's inbox, nil when it has none yet.
+func (m *Mailbox) lockInbox(ctx context.Context, ns, agent string) (*namespace, *inbox, error) {
+	if err := checkNames(ns, agent); err != nil {
+		return nil, nil, err
+	}
+	n, err := m.lock(ctx, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, n.proj.inboxes[agent], nil
 }
 
 func checkNames(ns, agent string) error {
