@@ -387,7 +387,6 @@ func TestRecorderWritesEachCallOnTheGrant(t *testing.T) {
 		}
 		rec.Record(tools.CallRecord{Auth: a, Tool: "greet", At: e.now(), Duration: 3 * time.Millisecond, ExitCode: i, BytesIn: 5, BytesOut: 7})
 	}
-	rec.Flush(ctx)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		g := &v1alpha1.Grant{}

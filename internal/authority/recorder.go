@@ -3,7 +3,6 @@ package authority
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,13 +55,6 @@ func (r *Recorder) Record(rec tools.CallRecord) {
 	case r.queue <- rec:
 	default:
 		r.Logger.Warn("tool call records are backing up; dropping one from the grant's history", "tool", rec.Tool)
-	}
-}
-
-// Flush waits until every queued record is written (tests).
-func (r *Recorder) Flush(ctx context.Context) {
-	for len(r.queue) > 0 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
