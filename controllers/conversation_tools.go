@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -31,7 +32,8 @@ type CapabilityLeases interface {
 	Held(namespace, grant string) []authority.LeaseInfo
 }
 
-// reconcileTools resolves the agent's effective tools from its Grants and
+// reconcileTools resolves the agent's effective tools from its Grants (and the
+// built-ins its peer policy and Grants give it) and
 // keeps the conversation's tools directory holding exactly those names (a
 // live container sees a change at once: the directory is bind-mounted).
 // Without a tool binary configured, an agent with no tools still runs.
@@ -45,6 +47,8 @@ func (r *ConversationReconciler) reconcileTools(ctx context.Context, s *convScop
 		return reconcile.Result{}, err
 	}
 	tools, _ := grants.Effective(list.Items, s.agent.Name)
+	tools = append(tools, grants.Builtins(s.agent, list.Items)...)
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	s.tools = tools
 	if r.ToolBinary == "" {
 		if len(tools) > 0 {

@@ -43,7 +43,22 @@ type PeerSet struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:items:MaxLength=63
 	Agents []string `json:"agents,omitempty"`
+	// selector allows the agents whose labels match, in addition to agents.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
+
+// MailDelivery is how mail reaches an agent's live conversation.
+// +kubebuilder:validation:Enum=Inline;NotifyOnly
+type MailDelivery string
+
+// Mail delivery modes.
+const (
+	// MailInline sends each message, prefixed [Mail from agent "name"]: , into the conversation.
+	MailInline MailDelivery = "Inline"
+	// MailNotifyOnly sends a one-line notice; the agent reads the mail with mail-inbox.
+	MailNotifyOnly MailDelivery = "NotifyOnly"
+)
 
 // PeerPolicy configures inter-agent messaging, each direction independently (docs/concepts.md#mailbox).
 type PeerPolicy struct {
@@ -53,6 +68,11 @@ type PeerPolicy struct {
 	// receiveFrom lists who may message this agent.
 	// +optional
 	ReceiveFrom *PeerSet `json:"receiveFrom,omitempty"`
+	// delivery is how mail reaches the agent's live conversation (and the
+	// backlog its next one): Inline (default) or NotifyOnly.
+	// +optional
+	// +kubebuilder:default=Inline
+	Delivery MailDelivery `json:"delivery,omitempty"`
 }
 
 // EgressPolicy is the agent's default-deny egress allow-list (docs/concepts.md#egress).

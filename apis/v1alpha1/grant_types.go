@@ -113,6 +113,12 @@ type ToolGrant struct {
 // +kubebuilder:validation:Enum=Read;ReadWrite
 type RecallAccess string
 
+// Recall access levels.
+const (
+	RecallRead      RecallAccess = "Read"
+	RecallReadWrite RecallAccess = "ReadWrite"
+)
+
 // BucketGrant grants a recall bucket.
 type BucketGrant struct {
 	// name of the bucket.

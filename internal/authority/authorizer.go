@@ -54,6 +54,9 @@ func (a *Authorizer) Authorize(ctx context.Context, c tools.Caller, r toolwire.R
 	if err != nil {
 		return nil, err
 	}
+	if v.Claims.Grant == grants.BuiltinGrant {
+		return a.authorizeBuiltin(ctx, lease, v.Claims.Tool, r)
+	}
 	auth, err := a.authorizeVerified(ctx, lease, v, r)
 	var ref *tools.Refusal
 	if errors.As(err, &ref) {
@@ -86,9 +89,35 @@ func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capab
 		secrets[ref.Name] = val
 	}
 	return &tools.Authorization{
-		Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, Grant: grant.Name,
+		Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, ConversationUID: lease.UID, Grant: grant.Name,
 		Tool: tool, Secrets: secrets, Args: args,
 	}, nil
+}
+
+// authorizeBuiltin checks that the agent still holds the built-in tool (its
+// peer policy and Grants are read now); what the call reaches is checked by the
+// built-in itself.
+func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool string, r toolwire.Request) (*tools.Authorization, error) {
+	agent := &v1alpha1.Agent{}
+	err := a.Client.Get(ctx, lease.Namespace, lease.Agent, agent)
+	if apierrors.IsNotFound(err) {
+		return nil, refuse(ReasonRevoked, "%s: agent %q was deleted", tool, lease.Agent)
+	} else if err != nil {
+		return nil, err
+	}
+	var all v1alpha1.GrantList
+	if err := a.Client.List(ctx, lease.Namespace, &all, nil); err != nil {
+		return nil, err
+	}
+	for _, t := range grants.Builtins(agent, all.Items) {
+		if t.Name == tool {
+			return &tools.Authorization{
+				Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, ConversationUID: lease.UID,
+				Grant: grants.BuiltinGrant, Tool: t.ToolGrant, Args: r.Args, Builtin: true,
+			}, nil
+		}
+	}
+	return nil, refuse(ReasonRevoked, "%s: agent %q no longer holds this built-in tool (its spec.peers or Grants changed)", tool, lease.Agent)
 }
 
 // verify checks the lease and the token as presented on this connection.

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -45,13 +44,18 @@ func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName
 	if err := d.Client.Get(ctx, lease.Namespace, lease.Agent, agent); err != nil {
 		return "", err
 	}
-	if !maySend(agent, req.Peer) {
-		return "", refuse(ReasonNotAPeer, "agent %q may not message %q (spec.peers.sendTo), so it cannot delegate to it", lease.Agent, req.Peer)
-	}
-	if err := d.Client.Get(ctx, lease.Namespace, req.Peer, &v1alpha1.Agent{}); apierrors.IsNotFound(err) {
+	peer := &v1alpha1.Agent{}
+	if err := d.Client.Get(ctx, lease.Namespace, req.Peer, peer); apierrors.IsNotFound(err) {
 		return "", refuse(ReasonNotAPeer, "agent %q does not exist", req.Peer)
 	} else if err != nil {
 		return "", err
+	}
+	var all v1alpha1.GrantList
+	if err := d.Client.List(ctx, lease.Namespace, &all, nil); err != nil {
+		return "", err
+	}
+	if err := grants.MaySend(agent, peer, all.Items); err != nil {
+		return "", refuse(ReasonNotAPeer, "%v, so it cannot delegate to it", err)
 	}
 	asked := &v1alpha1.Attenuation{PinnedParams: req.Params, MaxCallsPerHour: int32(req.CallsPerHour)}
 	if req.TTL != "" {
@@ -82,15 +86,6 @@ func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName
 
 func claimsAttenuation(params map[string]string, perHour int) *v1alpha1.Attenuation {
 	return &v1alpha1.Attenuation{PinnedParams: params, MaxCallsPerHour: int32(perHour)}
-}
-
-// maySend reports whether the agent's peer policy lets it message peer.
-func maySend(a *v1alpha1.Agent, peer string) bool {
-	p := a.Spec.Peers
-	if p == nil || p.SendTo == nil || peer == a.Name {
-		return false
-	}
-	return p.SendTo.All || slices.Contains(p.SendTo.Agents, peer)
 }
 
 // delegatedName is a fresh, valid object name: from-to-tool-suffix.

@@ -279,6 +279,9 @@ func (m *Manager) changed(old, cur *held) {
 			continue
 		}
 		for _, t := range h.Tools {
+			if t.Builtin {
+				continue // no Grant object backs a built-in
+			}
 			if k := h.Namespace + "/" + t.Grant; !seen[k] {
 				seen[k] = true
 				m.Changed(h.Namespace, t.Grant)

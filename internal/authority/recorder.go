@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/grants"
 	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/tools"
 )
@@ -60,8 +61,10 @@ func (r *Recorder) Record(rec tools.CallRecord) {
 
 func (r *Recorder) write(ctx context.Context, rec tools.CallRecord) {
 	ns, grant, conv := recordTarget(rec)
-	if grant == "" {
-		return // refused before the grant was known: nothing to attribute
+	if grant == "" || grant == grants.BuiltinGrant {
+		// Refused before the grant was known: nothing to attribute. A built-in's call has no Grant object;
+		// its durable trace is what it did (the mail log, the recall documents).
+		return
 	}
 	call := v1alpha1.ToolCall{
 		Tool: rec.Tool, Conversation: conv, At: metav1.NewTime(rec.At), ExitCode: int32(rec.ExitCode),

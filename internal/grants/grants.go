@@ -18,8 +18,8 @@ import (
 )
 
 // ReservedToolNames are executable names a grant may not use: the multi-call
-// binary itself and its built-in subcommands.
-var ReservedToolNames = []string{"aicli-tool", "delegate"}
+// binary itself, its delegate subcommand and the built-in tools.
+var ReservedToolNames = append([]string{"aicli-tool", "delegate"}, BuiltinNames...)
 
 // Validate checks a grant spec beyond what the schema can say; each error
 // names its field.
@@ -95,6 +95,9 @@ type Tool struct {
 	Generation int64
 	// Parent is the parent grant of a delegated grant ("" otherwise).
 	Parent string
+	// Builtin marks a built-in tool (Builtins): served by the supervisor
+	// itself, Grant is BuiltinGrant and there is no backend.
+	Builtin bool
 }
 
 // Conflict is a tool name claimed by more than one grant of the agent; the
@@ -110,13 +113,7 @@ type Conflict struct {
 // stay within their parent count), sorted by
 // name, and the name conflicts. Grants being deleted hold nothing.
 func Effective(all []v1alpha1.Grant, agent string) ([]Tool, []Conflict) {
-	grants := make([]*v1alpha1.Grant, 0, len(all))
-	for i := range all {
-		g := &all[i]
-		if g.Spec.Subject == agent && g.DeletionTimestamp == nil && len(Validate(&g.Spec)) == 0 && DelegationValid(g, all) == nil {
-			grants = append(grants, g)
-		}
-	}
+	grants := held(all, agent)
 	sort.SliceStable(grants, func(i, j int) bool { return older(grants[i], grants[j]) })
 	owner := map[string]*Tool{}
 	conflicts := map[string]*Conflict{}

@@ -66,23 +66,32 @@ func (m *Mailbox) selectSeqs(ctx context.Context, ns, agent string, opts InboxOp
 // older or repeated Ack changes nothing and writes nothing. An advance is a
 // synced inbox_read event in the log.
 func (m *Mailbox) Ack(ctx context.Context, ns, agent string, upTo uint64) (uint64, error) {
+	cur, moved, err := m.ack(ctx, ns, agent, upTo)
+	if moved {
+		m.notify(ns, agent)
+	}
+	return cur, err
+}
+
+// ack is Ack under the namespace lock; moved reports a written advance.
+func (m *Mailbox) ack(ctx context.Context, ns, agent string, upTo uint64) (cur uint64, moved bool, err error) {
 	n, b, err := m.lockInbox(ctx, ns, agent)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer n.mu.Unlock()
 	if b == nil {
-		return 0, nil
+		return 0, false, nil
 	}
 	i := b.after(upTo) // b.seqs[i-1] is the last message at or below upTo
 	if i == 0 || b.seqs[i-1] <= b.cursor {
-		return b.cursor, nil
+		return b.cursor, false, nil
 	}
 	to := b.seqs[i-1]
 	if _, err := m.write(ctx, ns, n, &record{Type: typeRead, Agent: agent, UpTo: to}); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return to, nil
+	return to, true, nil
 }
 
 // Unread is the number of the agent's messages after its read cursor.

@@ -19,8 +19,9 @@ type Store interface {
 // Mailbox owns the mail log and its inbox projection. It is the only writer of
 // the log; it serialises the commands of a namespace.
 type Mailbox struct {
-	store Store
-	now   func() time.Time
+	store   Store
+	now     func() time.Time
+	changed func(ns, agent string)
 
 	mu  sync.Mutex
 	nss map[string]*namespace
@@ -37,11 +38,15 @@ type namespace struct {
 type Options struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Changed, when set, is told after every appended event whose inbox it
+	// touched (a message's recipient, a read cursor's agent), outside the
+	// mailbox's locks.
+	Changed func(ns, agent string)
 }
 
 // Open replays the log of every namespace into the projection.
 func Open(ctx context.Context, st Store, opts Options) (*Mailbox, error) {
-	m := &Mailbox{store: st, now: opts.Now, nss: map[string]*namespace{}}
+	m := &Mailbox{store: st, now: opts.Now, changed: opts.Changed, nss: map[string]*namespace{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -111,6 +116,14 @@ func (m *Mailbox) write(ctx context.Context, ns string, n *namespace, r *record)
 // is synced. A retried Append with the same sender and idempotency key returns
 // the first result.
 func (m *Mailbox) Append(ctx context.Context, msg Message) (Sent, error) {
+	s, err := m.append(ctx, msg)
+	if err == nil && !s.Replayed {
+		m.notify(msg.Namespace, msg.To)
+	}
+	return s, err
+}
+
+func (m *Mailbox) append(ctx context.Context, msg Message) (Sent, error) {
 	if err := msg.validate(); err != nil {
 		return Sent{}, err
 	}
@@ -138,4 +151,11 @@ func (m *Mailbox) Append(ctx context.Context, msg Message) (Sent, error) {
 		return Sent{}, err
 	}
 	return Sent{Seq: seq, Time: r.Time}, nil
+}
+
+// notify calls the Changed hook.
+func (m *Mailbox) notify(ns, agent string) {
+	if m.changed != nil {
+		m.changed(ns, agent)
+	}
 }

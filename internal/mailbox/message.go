@@ -3,6 +3,7 @@ package mailbox
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -82,6 +83,9 @@ func checkName(field, v string) error {
 	return nil
 }
 
+// Check validates a message as Append would, without appending it.
+func Check(m Message) error { return m.validate() }
+
 func (m *Message) validate() error {
 	if err := checkName("namespace", m.Namespace); err != nil {
 		return err
@@ -93,7 +97,7 @@ func (m *Message) validate() error {
 		return err
 	}
 	switch {
-	case m.Body == "":
+	case strings.TrimSpace(m.Body) == "":
 		return invalid("body", "is empty")
 	case len(m.Body) > MaxBodyBytes:
 		return invalid("body", "is %d bytes, the limit is %d (64 KiB)", len(m.Body), MaxBodyBytes)

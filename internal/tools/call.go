@@ -123,6 +123,10 @@ func (c *call) run(ctx context.Context, req toolwire.Request, auth *Authorizatio
 	var err error
 	b := auth.Tool.Backend
 	switch {
+	case auth.Builtin && c.s.opts.Builtins != nil:
+		code, err = c.s.opts.Builtins.Run(cctx, auth, pr, out.Stdout(), out.Stderr())
+	case auth.Builtin:
+		err = errors.New("this supervisor serves no built-in tools")
 	case b.Exec != nil:
 		code, err = runExec(cctx, b.Exec, auth, pr, out.Stdout(), out.Stderr())
 	case b.HTTP != nil:

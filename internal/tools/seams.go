@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"aicli.dev/aicli/apis/v1alpha1"
@@ -32,6 +33,10 @@ type Authorization struct {
 	Secrets map[string][]byte
 	// Args are the arguments to run with (pinned parameters applied).
 	Args []string
+	// Builtin marks a built-in tool (grants.Builtins): Options.Builtins runs it.
+	Builtin bool
+	// ConversationUID is the calling conversation's uid.
+	ConversationUID string
 }
 
 // Refusal is an authorizer's (or the server's own) refusal of a call.
@@ -75,6 +80,13 @@ type CallRecord struct {
 // block for long: it runs after the caller has its exit code.
 type Recorder interface {
 	Record(CallRecord)
+}
+
+// Builtins runs the built-in tools (mail, recall, transcripts) host-side, with the caller's stdin and output
+// streams; its exit code is the call's. It checks what the call reaches (a peer, a bucket, a conversation)
+// against the agent's permissions as they are now.
+type Builtins interface {
+	Run(ctx context.Context, auth *Authorization, stdin io.Reader, stdout, stderr io.Writer) (exitCode int, err error)
 }
 
 // Delegator serves `aicli-tool delegate`: token is the caller's delegate capability. The message is printed to the

@@ -30,6 +30,8 @@ type Options struct {
 	Recorder Recorder
 	// Delegator serves delegate requests (optional: without one they are refused).
 	Delegator Delegator
+	// Builtins runs built-in tools (optional: without it they fail).
+	Builtins Builtins
 	// Logger receives refusals and failures (default slog.Default()); never arguments or secrets.
 	Logger *slog.Logger
 	// MaxCallsPerConversation bounds one conversation's concurrent calls (default 16).
