@@ -13,6 +13,9 @@ type InboxOptions struct {
 	After uint64
 	// Limit caps the number of messages; <= 0 means all.
 	Limit int
+	// Newest keeps the last Limit selected messages instead of the first
+	// (still returned in sequence order).
+	Newest bool
 }
 
 // Inbox returns the agent's messages in sequence order. Reading does not
@@ -56,7 +59,11 @@ func (m *Mailbox) selectSeqs(ctx context.Context, ns, agent string, opts InboxOp
 	}
 	seqs := b.seqs[b.after(from):]
 	if opts.Limit > 0 && len(seqs) > opts.Limit {
-		seqs = seqs[:opts.Limit]
+		if opts.Newest {
+			seqs = seqs[len(seqs)-opts.Limit:]
+		} else {
+			seqs = seqs[:opts.Limit]
+		}
 	}
 	return append([]uint64(nil), seqs...), nil
 }

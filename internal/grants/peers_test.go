@@ -1,0 +1,128 @@
+package grants
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+)
+
+func agent(name string, peers *v1alpha1.PeerPolicy, labels map[string]string) v1alpha1.Agent {
+	a := v1alpha1.Agent{Spec: v1alpha1.AgentSpec{Peers: peers}}
+	a.Namespace, a.Name, a.Labels = "team", name, labels
+	return a
+}
+
+func sendTo(s v1alpha1.PeerSet) *v1alpha1.PeerPolicy { return &v1alpha1.PeerPolicy{SendTo: &s} }
+
+func TestMaySendIsPerDirection(t *testing.T) {
+	a := agent("a", sendTo(v1alpha1.PeerSet{Agents: []string{"b"}}), nil)
+	b := agent("b", &v1alpha1.PeerPolicy{}, nil)
+	if err := MaySend(&a, &b, nil); err != nil {
+		t.Fatalf("a→b: %v", err)
+	}
+	err := MaySend(&b, &a, nil)
+	var pe *PermissionError
+	if !errors.As(err, &pe) || pe.Missing != "spec.peers.sendTo" || !strings.Contains(err.Error(), `"b"'s spec.peers.sendTo does not include "a"`) {
+		t.Fatalf("b→a: %v", err)
+	}
+}
+
+func TestMaySendSources(t *testing.T) {
+	worker := agent("w", nil, map[string]string{"role": "worker"})
+	other := agent("o", nil, map[string]string{"role": "boss"})
+	sel := agent("s", sendTo(v1alpha1.PeerSet{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}}), nil)
+	all := agent("all", sendTo(v1alpha1.PeerSet{All: true}), nil)
+	none := agent("n", nil, nil)
+	g := grant("g", "n", 0)
+	g.Spec.Peers = []string{"w"}
+	gs := []v1alpha1.Grant{g}
+	for _, tc := range []struct {
+		from, to *v1alpha1.Agent
+		ok       bool
+	}{
+		{&sel, &worker, true}, {&sel, &other, false},
+		{&all, &other, true}, {&all, &all, false}, // never to itself
+		{&none, &worker, true}, {&none, &other, false}, // a Grant's peers
+	} {
+		if err := MaySend(tc.from, tc.to, gs); (err == nil) != tc.ok {
+			t.Errorf("%s→%s: %v, want ok=%v", tc.from.Name, tc.to.Name, err, tc.ok)
+		}
+	}
+	// A Grant being deleted allows nothing.
+	now := metav1.Now()
+	gs[0].DeletionTimestamp = &now
+	if err := MaySend(&none, &worker, gs); err == nil {
+		t.Error("a deleted grant's peers still allow the send")
+	}
+}
+
+func TestMaySendReceiveFromAndNamespace(t *testing.T) {
+	a := agent("a", sendTo(v1alpha1.PeerSet{All: true}), nil)
+	b := agent("b", &v1alpha1.PeerPolicy{ReceiveFrom: &v1alpha1.PeerSet{Agents: []string{"c"}}}, nil)
+	var pe *PermissionError
+	if err := MaySend(&a, &b, nil); !errors.As(err, &pe) || pe.Missing != "spec.peers.receiveFrom" {
+		t.Fatalf("receiveFrom not enforced: %v", err)
+	}
+	far := agent("b2", nil, nil)
+	far.Namespace = "elsewhere"
+	if err := MaySend(&a, &far, nil); !errors.As(err, &pe) || pe.Missing != "namespace" {
+		t.Fatalf("cross-namespace: %v", err)
+	}
+	c := agent("c", sendTo(v1alpha1.PeerSet{All: true}), nil)
+	if got := Recipients(&c, []v1alpha1.Agent{a, b, c, far}, nil); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("recipients of c = %v", got)
+	}
+}
+
+func TestBuiltinsFollowPeersAndGrants(t *testing.T) {
+	names := func(a v1alpha1.Agent, gs ...v1alpha1.Grant) []string {
+		var out []string
+		for _, t := range Builtins(&a, gs) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(agent("x", nil, nil)); got != nil {
+		t.Fatalf("no peers, no grants: %v", got)
+	}
+	if got := names(agent("x", &v1alpha1.PeerPolicy{}, nil)); !reflect.DeepEqual(got, []string{"mail-inbox", "mail-peers", "mail-send"}) {
+		t.Fatalf("peers: %v", got)
+	}
+	read := grant("r", "x", 0)
+	read.Spec.Recall = []v1alpha1.BucketGrant{{Name: "notes", Access: v1alpha1.RecallRead}}
+	if got := names(agent("x", nil, nil), read); !reflect.DeepEqual(got, []string{"recall"}) {
+		t.Fatalf("read bucket: %v", got)
+	}
+	rw := grant("rw", "x", 0)
+	rw.Spec.Recall = []v1alpha1.BucketGrant{{Name: "notes", Access: v1alpha1.RecallReadWrite}}
+	rw.Spec.Observe = []v1alpha1.TargetRef{{Agent: "y"}}
+	if got := names(agent("x", nil, nil), read, rw); !reflect.DeepEqual(got, []string{"recall", "remember", "transcript-read", "transcript-search"}) {
+		t.Fatalf("rw + observe: %v", got)
+	}
+	if got := Buckets("x", []v1alpha1.Grant{read, rw}); got["notes"] != v1alpha1.RecallReadWrite {
+		t.Fatalf("widest access = %v", got)
+	}
+	for _, tc := range []struct {
+		agent, conv string
+		ok          bool
+	}{{"x", "any", true}, {"y", "c1", true}, {"z", "c1", false}} {
+		if got := MayObserve("x", []v1alpha1.Grant{rw}, tc.agent, tc.conv); got != tc.ok {
+			t.Errorf("observe %s/%s = %v", tc.agent, tc.conv, got)
+		}
+	}
+	one := grant("one", "x", 0)
+	one.Spec.Observe = []v1alpha1.TargetRef{{Agent: "y", Conversation: "c1"}}
+	if MayObserve("x", []v1alpha1.Grant{one}, "y", "c2") || !MayObserve("x", []v1alpha1.Grant{one}, "y", "c1") {
+		t.Error("a conversation target covers only that conversation")
+	}
+	for _, b := range BuiltinNames {
+		if errs := Validate(&v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{execTool(b)}}); len(errs) == 0 {
+			t.Errorf("a grant may declare a tool named %q, shadowing the built-in", b)
+		}
+	}
+}
