@@ -1,0 +1,52 @@
+package authority
+
+import (
+	"context"
+	"testing"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/guest/toolwire"
+	"aicli.dev/aicli/internal/capability"
+	"aicli.dev/aicli/internal/grants"
+	"aicli.dev/aicli/internal/tools"
+)
+
+// TestBuiltinAuthorityFollowsTheAgentSpec: alice's peer policy gives her the
+// mail built-ins; a token verifies for her conversation only, and removing
+// the policy revokes the tool at the next call, with no Grant involved.
+func TestBuiltinAuthorityFollowsTheAgentSpec(t *testing.T) {
+	e := newEnv(t)
+	alice := &v1alpha1.Agent{}
+	if err := e.client.Get(context.Background(), "default", "alice", alice); err != nil {
+		t.Fatal(err)
+	}
+	h := &memHolder{}
+	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: "alice", Conversation: "c1", UID: "uid-1",
+		Fingerprint: "fp-1", Tools: grants.Builtins(alice, nil), Holder: h}); err != nil {
+		t.Fatal(err)
+	}
+	tok := h.token(grants.MailSend)
+	if tok == "" {
+		t.Fatal("no mail-send capability minted")
+	}
+	call := func(uid, fp string) (*tools.Authorization, error) {
+		return e.auth.Authorize(context.Background(), tools.Caller{ConversationUID: uid, GuestFingerprint: fp},
+			toolwire.Request{Op: toolwire.OpCall, Tool: grants.MailSend, Args: []string{"bob", "hi"}, Token: tok})
+	}
+	a, err := call("uid-1", "fp-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Builtin || a.Agent != "alice" || a.ConversationUID != "uid-1" || a.Tool.Usage == "" || len(a.Args) != 2 {
+		t.Fatalf("authorization %+v", a)
+	}
+	_, err = call("uid-1", "fp-other")
+	refusedFor(t, err, string(capability.ReasonWrongHolder))
+
+	alice.Spec.Peers = nil
+	if err := e.client.Update(context.Background(), alice); err != nil {
+		t.Fatal(err)
+	}
+	_, err = call("uid-1", "fp-1")
+	refusedFor(t, err, ReasonRevoked)
+}
