@@ -52,7 +52,7 @@ func (f fingerprintAuth) Authorize(ctx context.Context, c tools.Caller, r toolwi
 	return f.fakeAuth.Authorize(ctx, c, r)
 }
 
-func newStack(tb testing.TB, auth *fakeAuth) *stack {
+func newStack(tb testing.TB, auth *fakeAuth, mod ...func(*tools.Options)) *stack {
 	tb.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	dir, err := os.MkdirTemp("", "tl")
@@ -61,7 +61,11 @@ func newStack(tb testing.TB, auth *fakeAuth) *stack {
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
 	var fp string
-	ts, err := tools.New(tools.Options{Authorizer: fingerprintAuth{auth, &fp}, Logger: quiet})
+	opts := tools.Options{Authorizer: fingerprintAuth{auth, &fp}, Logger: quiet}
+	for _, m := range mod {
+		m(&opts)
+	}
+	ts, err := tools.New(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -166,13 +170,13 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // relayCall makes one call through the relay socket, as aicli-tool does, and returns the exit code.
-func relayCall(tb testing.TB, socket, tool string) int {
+func relayCall(tb testing.TB, socket, tool string, args ...string) int {
 	c, err := net.Dial("unix", socket)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer func() { _ = c.Close() }()
-	if err := toolwire.WriteJSON(c, toolwire.TypeRequest, toolwire.Request{Op: toolwire.OpCall, Tool: tool}); err != nil {
+	if err := toolwire.WriteJSON(c, toolwire.TypeRequest, toolwire.Request{Op: toolwire.OpCall, Tool: tool, Args: args}); err != nil {
 		tb.Fatal(err)
 	}
 	if err := toolwire.WriteFrame(c, toolwire.TypeStdinEOF, nil); err != nil {
