@@ -23,6 +23,10 @@ import (
 // term that cannot be parsed.
 type QueryError = textsearch.QueryError
 
+// ErrInvalidQuery is wrapped by the error refusing a Query without a
+// namespace or targets, or with a malformed target.
+var ErrInvalidQuery = errors.New("invalid query")
+
 // Query is one history search. Namespace and Targets are required: a search
 // only ever sees the targets' entries.
 type Query struct {
@@ -103,15 +107,15 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 // the time bound.
 func (q Query) bleveQuery() (query.Query, error) {
 	if q.Namespace == "" {
-		return nil, errors.New("history: namespace is required")
+		return nil, fmt.Errorf("history: namespace is required: %w", ErrInvalidQuery)
 	}
 	if len(q.Targets) == 0 {
-		return nil, errors.New("history: at least one target is required")
+		return nil, fmt.Errorf("history: at least one target is required: %w", ErrInvalidQuery)
 	}
 	targets := make([]query.Query, 0, len(q.Targets))
 	for _, t := range q.Targets {
 		if t.Agent == "" || strings.Contains(t.Agent, "/") || strings.Contains(t.Conversation, "/") {
-			return nil, fmt.Errorf("history: invalid target %+v", t)
+			return nil, fmt.Errorf("history: target %+v: %w", t, ErrInvalidQuery)
 		}
 		agent := q.Namespace + "/" + t.Agent
 		tq := bleve.NewTermQuery(agent)

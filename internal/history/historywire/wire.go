@@ -6,8 +6,9 @@ package historywire
 import "time"
 
 // SubHistory is the agents subresource serving history search:
-// GET …/namespaces/{ns}/agents/{name}/history?q=&speaker=&since=&conversation=&limit=.
-const SubHistory = "history"
+// GET …/namespaces/{ns}/agents/{name}/historysearch?q=&speaker=&since=&conversation=&limit=.
+// (…/{name}/history is every object's own event history.)
+const SubHistory = "historysearch"
 
 // Limits of one search.
 const (
