@@ -17,7 +17,7 @@ const (
 )
 
 // Hit is one committed transcript entry matching a search. Conversation and
-// Cursor locate it: `aictl conversation transcript CONVERSATION --from CURSOR`.
+// Cursor locate it: `aictl transcript CONVERSATION --from CURSOR`.
 type Hit struct {
 	Namespace       string `json:"namespace"`
 	Agent           string `json:"agent"`
