@@ -41,6 +41,7 @@ func newMapping() mapping.IndexMapping {
 	text.Store = false
 	text.IncludeTermVectors = true
 	text.DocValues = false
+	text.IncludeInAll = false // text is the default field: no _all copy
 	keyword := func(store bool) *mapping.FieldMapping {
 		f := bleve.NewKeywordFieldMapping()
 		f.Store = store
