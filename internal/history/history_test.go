@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,5 +247,42 @@ func TestClosedIndex(t *testing.T) {
 	}
 	if err := ix.Flush(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("flush after close: %v", err)
+	}
+}
+
+// TestPeriodicCatchUpRetries checks that entries left unindexed (their
+// conversation unknown at first, then a resolver error) are indexed by the
+// periodic catch-up without anyone asking.
+func TestPeriodicCatchUpRetries(t *testing.T) {
+	e := newEnv(t)
+	failing := true
+	var mu sync.Mutex
+	resolver := ResolverFunc(func(ctx context.Context, uid string) (Conversation, bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return Conversation{}, false, errors.New("store unavailable")
+		}
+		return e.Resolve(ctx, uid)
+	})
+	ix, err := Open(context.Background(), e.st, e.indexDir, resolver, Options{CatchUpInterval: 20 * time.Millisecond})
+	must(t, err)
+	defer ix.Close()
+	e.log.Committed = ix.Committed
+	e.conv("u-a1", "team", "alice", "alice-1")
+	e.say(t, "u-a1", "human", t0, "remember the milk")
+	must(t, ix.Flush(context.Background()))
+	if hits := search(t, ix, Query{Targets: agents("alice"), Text: "milk"}); len(hits) != 0 {
+		t.Fatalf("indexed despite the resolver error: %+v", hits)
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(search(t, ix, Query{Targets: agents("alice"), Text: "milk"})) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the periodic catch-up did not index the entry")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

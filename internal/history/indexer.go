@@ -62,31 +62,29 @@ func (x *Index) drain(r request) []request {
 }
 
 // apply indexes queued batches in one index batch, then answers barriers.
+// A batch that fails is left to the next catch-up (its checkpoint did not
+// move).
 func (x *Index) apply(ctx context.Context, reqs []request) {
 	b := x.newBatcher()
-	var err error
 	for _, r := range reqs {
 		if r.sync != nil {
-			if err == nil {
-				err = b.flush()
-			}
+			err := b.flush()
 			if err == nil && r.catchUp {
 				err = x.catchUp(ctx)
 			}
 			r.sync <- err
-			err = nil
 			continue
 		}
-		if err == nil {
-			err = x.applyCommitted(ctx, b, r.uid, r.entries)
-		}
+		x.retryLater(x.applyCommitted(ctx, b, r.uid, r.entries), "indexing committed entries")
 	}
-	if err == nil {
-		err = b.flush()
-	}
+	x.retryLater(b.flush(), "indexing committed entries")
+}
+
+// retryLater logs err and asks for a catch-up at the next tick.
+func (x *Index) retryLater(err error, what string) {
 	if err != nil {
-		x.dropped.Store(true) // the next catch-up retries from the checkpoints
-		x.logErr(err, "indexing committed entries")
+		x.dropped.Store(true)
+		x.logErr(err, what)
 	}
 }
 
@@ -150,7 +148,10 @@ func (x *Index) catchUp(ctx context.Context) error {
 		}
 		from = uid + "/\xff" // past every key of uid
 		if err := x.catchUpUID(ctx, b, uid); err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			x.retryLater(err, "catch-up") // the other conversations go on
 		}
 	}
 }
@@ -253,14 +254,19 @@ func (b *batcher) flush() error {
 	for uid, ck := range b.ckpt {
 		b.batch.SetInternal([]byte(ckptPrefix+uid), []byte(strconv.FormatInt(ck, 10)))
 	}
-	if err := b.x.ix.Batch(b.batch); err != nil {
-		return fmt.Errorf("history: apply index batch: %w", err)
+	err := b.x.ix.Batch(b.batch)
+	if err == nil {
+		for uid, ck := range b.ckpt {
+			b.x.ckpt[uid] = ck
+		}
 	}
-	for uid, ck := range b.ckpt {
-		b.x.ckpt[uid] = ck
-	}
+	// On failure the entries are dropped with their checkpoints, which stay
+	// where they were: a catch-up indexes them again.
 	b.batch.Reset()
 	b.n = 0
 	clear(b.ckpt)
+	if err != nil {
+		return fmt.Errorf("history: apply index batch: %w", err)
+	}
 	return nil
 }
