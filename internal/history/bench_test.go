@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"aicli.dev/aicli/internal/textsearch/textsearchtest"
+
 	"github.com/blevesearch/bleve/v2"
 
 	"aicli.dev/aicli/internal/store"
@@ -31,12 +33,7 @@ const (
 	corpusVersion = "c2"
 )
 
-var benchWords = strings.Fields(`agent container supervisor transcript mailbox recall bucket search index
-store commit durable snapshot conversation harness provider budget grant capability token egress
-gateway image build runtime docker network volume secret lease breaker backoff retry deadline
-reconcile status condition event watch history cursor offset query phrase stemming ranking
-running deployed failed migrated compiled tested reviewed merged released rolled approved denied
-memory disk cpu latency throughput queue worker batch stream socket timeout error warning`)
+var benchWords = textsearchtest.Words
 
 // vocabulary is benchWords then 20,000 synthetic words.
 func vocabulary() []string {

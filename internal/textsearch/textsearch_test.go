@@ -10,8 +10,8 @@ func TestParseNamesTheOffset(t *testing.T) {
 		q      string
 		offset int
 	}{
-		{`cats "unclosed phrase`, 5},
-		{`cats title:`, 5},
+		{`flaky "deploy script`, 6},
+		{`flaky deploy body:`, 13},
 		{`+`, 0},
 	} {
 		_, err := Parse(tc.q)

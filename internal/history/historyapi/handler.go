@@ -48,13 +48,8 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	parts, ok := apiserver.PathPartsFrom(r.Context())
-	if !ok || parts.Rest != "" {
-		apiserver.WriteError(w, apierrors.NewNotFound(agentsGR, r.URL.Path))
-		return
-	}
-	if r.Method != http.MethodGet {
-		apiserver.WriteError(w, apierrors.NewMethodNotSupported(agentsGR, r.Method+" "+historywire.SubHistory))
+	parts, ok := apiserver.LeafSubresource(w, r, agentsGR, http.MethodGet)
+	if !ok {
 		return
 	}
 	if _, err := h.st.Get(r.Context(), agentsPlural, parts.Namespace, parts.Name); err != nil {
