@@ -16,3 +16,4 @@ section guest-pty;   go test -run '^$' -bench . ./guest/ptyhost/ | grep -E '^Ben
 section runtime;     hack/bench/runtime-bench.sh
 if [ -x hack/bench/guest-bench.sh ]; then section guest-e2e; hack/bench/guest-bench.sh; fi
 section spend;       hack/bench/spend-bench.sh
+section history;     hack/bench/history-bench.sh

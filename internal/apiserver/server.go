@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"aicli.dev/aicli/apis/v1alpha1"
@@ -131,6 +132,22 @@ type pathPartsKey struct{}
 func PathPartsFrom(ctx context.Context) (PathParts, bool) {
 	p, ok := ctx.Value(pathPartsKey{}).(PathParts)
 	return p, ok
+}
+
+// LeafSubresource returns the parts of a request for a subresource that has
+// no deeper path and serves only method; otherwise it writes a NotFound or
+// MethodNotSupported Status on gr and returns false.
+func LeafSubresource(w http.ResponseWriter, r *http.Request, gr schema.GroupResource, method string) (PathParts, bool) {
+	parts, ok := PathPartsFrom(r.Context())
+	if !ok || parts.Rest != "" {
+		writeError(w, apierrors.NewNotFound(gr, r.URL.Path))
+		return PathParts{}, false
+	}
+	if r.Method != method {
+		writeError(w, apierrors.NewMethodNotSupported(gr, r.Method+" "+parts.Subresource))
+		return PathParts{}, false
+	}
+	return parts, true
 }
 
 func parsePath(path string) (PathParts, bool) {

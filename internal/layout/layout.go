@@ -63,3 +63,7 @@ func (d Dir) Tools() string { return filepath.Join(string(d), "tools") }
 // CapKeys holds the capability root keys, one file per namespace, mode 0600
 // (docs/decisions/0020-capabilities-leases-and-mounted-tools.md).
 func (d Dir) CapKeys() string { return filepath.Join(string(d), "capkeys") }
+
+// History holds the transcript history index (derived from the store's
+// transcript table; deleting it makes the supervisor rebuild it).
+func (d Dir) History() string { return filepath.Join(string(d), "history") }

@@ -8,16 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"aicli.dev/aicli/internal/textsearch/textsearchtest"
 )
 
-// benchWords is a small vocabulary; documents draw from it with a skewed
-// distribution so terms have realistic, uneven document frequencies.
-var benchWords = strings.Fields(`agent container supervisor transcript mailbox recall bucket search index
-store commit durable snapshot conversation harness provider budget grant capability token egress
-gateway image build runtime docker network volume secret lease breaker backoff retry deadline
-reconcile status condition event watch history cursor offset query phrase stemming ranking
-running deployed failed migrated compiled tested reviewed merged released rolled approved denied
-memory disk cpu latency throughput queue worker batch stream socket timeout error warning`)
+var benchWords = textsearchtest.Words
 
 func benchDocs(n int, seed uint64) []Doc {
 	rng := rand.New(rand.NewPCG(seed, 1))

@@ -7,9 +7,14 @@ import (
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"aicli.dev/aicli/internal/textsearch"
 )
+
+// QueryError is a malformed search query, with the byte offset of the first
+// term that cannot be parsed.
+type QueryError = textsearch.QueryError
 
 // MaxSearchLimit caps Search's limit; DefaultSearchLimit replaces limit <= 0.
 const (
@@ -36,9 +41,9 @@ func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int)
 	if strings.TrimSpace(q) == "" {
 		return nil, errors.New("recall: query is required")
 	}
-	qsq := query.NewQueryStringQuery(q)
-	if err := qsq.Validate(); err != nil {
-		return nil, newQueryError(q, err)
+	qsq, err := textsearch.Parse(q)
+	if err != nil {
+		return nil, fmt.Errorf("recall: %w", err)
 	}
 	if limit <= 0 {
 		limit = DefaultSearchLimit
@@ -62,7 +67,7 @@ func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int)
 		if err != nil {
 			return nil, err
 		}
-		hits = append(hits, Hit{ID: h.ID, Title: d.Title, Score: h.Score, Snippet: snippet(d.Body, q)})
+		hits = append(hits, Hit{ID: h.ID, Title: d.Title, Score: h.Score, Snippet: textsearch.Snippet(d.Body, q)})
 	}
 	return hits, nil
 }

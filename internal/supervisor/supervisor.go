@@ -178,6 +178,11 @@ func Run(ctx context.Context, cfg Config) error {
 	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log, PruneOld: true}
 	attribution := &transcript.Attribution{}
 	transcripts := &transcript.StoreLog{Store: st}
+	historyIndex, err := startHistory(ctx, dir, st, transcripts, api, log)
+	if err != nil {
+		return err
+	}
+	defer historyIndex.Close()
 	pump := &transcript.Pump{Log: transcripts, Attribution: attribution, Logger: log}
 	sessions.OnConnect = func(ctx context.Context, _ types.NamespacedName, uid string, pty ptyapi.PTY) {
 		follower, ok := pty.(ptyapi.TranscriptFollower)

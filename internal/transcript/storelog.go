@@ -10,10 +10,13 @@ import (
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
-// bucket is the store side-table bucket holding every transcript, keyed
-// "<conversation uid>/<cursor as 16 hex digits>" so a prefix scan reads one
-// conversation in cursor order.
-const bucket = "transcript"
+// Bucket is the store side-table bucket holding every transcript, keyed
+// "<conversation uid>/<cursor as 16 hex digits>" (Key) so a prefix scan
+// reads one conversation in cursor order.
+const Bucket = "transcript"
+
+// bucket is the short local name of Bucket.
+const bucket = Bucket
 
 // KVStore is the part of the event store the transcript log uses.
 type KVStore interface {
@@ -27,6 +30,10 @@ type KVStore interface {
 // most entries nobody has seen.
 type StoreLog struct {
 	Store KVStore
+	// Committed, when set, is called after each Append that committed
+	// entries, outside the log's locks, with the committed entries in
+	// cursor order. It must not block (the history index only queues them).
+	Committed func(uid string, entries []transcriptwire.Entry)
 
 	mu    sync.Mutex
 	convs map[string]*convLog
@@ -41,7 +48,17 @@ type convLog struct {
 	changed chan struct{}
 }
 
-func key(uid string, cursor int64) string { return fmt.Sprintf("%s/%016x", uid, cursor) }
+// Key is the side-table key of entry cursor of conversation uid.
+func Key(uid string, cursor int64) string { return fmt.Sprintf("%s/%016x", uid, cursor) }
+
+func key(uid string, cursor int64) string { return Key(uid, cursor) }
+
+// DecodeEntry decodes a side-table value of Bucket.
+func DecodeEntry(val []byte) (transcriptwire.Entry, error) {
+	var e transcriptwire.Entry
+	err := json.Unmarshal(val, &e)
+	return e, err
+}
 
 func (l *StoreLog) conv(uid string) *convLog {
 	l.mu.Lock()
@@ -70,8 +87,8 @@ func (l *StoreLog) load(ctx context.Context, uid string, c *convLog) error {
 			return fmt.Errorf("transcript %s: %w", uid, err)
 		}
 		for _, kv := range kvs {
-			var e transcriptwire.Entry
-			if err := json.Unmarshal(kv.Value, &e); err != nil {
+			e, err := DecodeEntry(kv.Value)
+			if err != nil {
 				return fmt.Errorf("transcript %s: entry %s: %w", uid, kv.Key, err)
 			}
 			c.last = e.Cursor
@@ -89,8 +106,17 @@ func (l *StoreLog) load(ctx context.Context, uid string, c *convLog) error {
 }
 
 // Append commits entries in order, assigning cursors; entries whose NativeID
-// is already committed are skipped. It returns the committed entries.
+// is already committed are skipped. It returns the committed entries (also
+// on error: those committed before it) and then reports them to Committed.
 func (l *StoreLog) Append(ctx context.Context, uid string, entries []transcriptwire.Entry) ([]transcriptwire.Entry, error) {
+	out, err := l.append(ctx, uid, entries)
+	if len(out) > 0 && l.Committed != nil {
+		l.Committed(uid, out)
+	}
+	return out, err
+}
+
+func (l *StoreLog) append(ctx context.Context, uid string, entries []transcriptwire.Entry) ([]transcriptwire.Entry, error) {
 	c := l.conv(uid)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -155,8 +181,8 @@ func (l *StoreLog) read(ctx context.Context, uid string, from, last int64, limit
 	}
 	out := make([]transcriptwire.Entry, 0, len(kvs))
 	for _, kv := range kvs {
-		var e transcriptwire.Entry
-		if err := json.Unmarshal(kv.Value, &e); err != nil {
+		e, err := DecodeEntry(kv.Value)
+		if err != nil {
 			return nil, fmt.Errorf("transcript %s: entry %s: %w", uid, kv.Key, err)
 		}
 		out = append(out, e)

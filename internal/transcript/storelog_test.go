@@ -74,3 +74,37 @@ func TestStoreLogAppendsReadsAndSurvivesReopen(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreLogReportsCommittedEntries checks that Committed gets exactly the
+// committed entries (duplicates skipped), after the log's locks are released:
+// the hook may read the log.
+func TestStoreLogReportsCommittedEntries(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	log := &StoreLog{Store: st}
+	var got []int64
+	log.Committed = func(uid string, entries []transcriptwire.Entry) {
+		if _, err := log.Read(ctx, uid, 0, 0); err != nil { // would deadlock under the lock
+			t.Error(err)
+		}
+		for _, e := range entries {
+			got = append(got, e.Cursor)
+		}
+	}
+	for _, ids := range [][]string{{"a", "b"}, {"b"}, {"b", "c"}} {
+		var es []transcriptwire.Entry
+		for _, id := range ids {
+			es = append(es, transcriptwire.Entry{Speaker: transcriptwire.SpeakerAgent, Text: id, NativeID: id})
+		}
+		if _, err := log.Append(ctx, "c1", es); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("committed cursors %v, want [1 2 3]", got)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -42,13 +41,8 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	parts, ok := apiserver.PathPartsFrom(r.Context())
-	if !ok || parts.Rest != "" {
-		apiserver.WriteError(w, apierrors.NewNotFound(conversationsGR, r.URL.Path))
-		return
-	}
-	if r.Method != http.MethodGet {
-		apiserver.WriteError(w, apierrors.NewMethodNotSupported(conversationsGR, r.Method+" "+toolcalls.SubToolCalls))
+	parts, ok := apiserver.LeafSubresource(w, r, conversationsGR, http.MethodGet)
+	if !ok {
 		return
 	}
 	calls, err := h.calls(r.Context(), parts.Namespace, parts.Name)

@@ -1,4 +1,4 @@
-package recall
+package textsearch
 
 import (
 	"strings"
@@ -6,12 +6,13 @@ import (
 	"unicode/utf8"
 )
 
-const snippetBytes = 200
+// SnippetBytes is about the length of a Snippet.
+const SnippetBytes = 200
 
-// snippet cuts about snippetBytes of body around the first word starting
+// Snippet cuts about SnippetBytes of body around the first word starting
 // with the stem-ish prefix (first 4 letters) of a query word, marking that
 // word with **; without a match it is the body's start.
-func snippet(body, q string) string {
+func Snippet(body, q string) string {
 	lower := strings.ToLower(body)
 	at, end := -1, -1
 	for _, w := range queryWords(q) {
@@ -35,13 +36,13 @@ func snippet(body, q string) string {
 		}
 	}
 	if at < 0 {
-		return cut(body, 0, snippetBytes)
+		return cut(body, 0, SnippetBytes)
 	}
-	start := max(0, at-snippetBytes/3)
+	start := max(0, at-SnippetBytes/3)
 	for start > 0 && !utf8.RuneStart(body[start]) {
 		start--
 	}
-	s := cut(body, start, snippetBytes)
+	s := cut(body, start, SnippetBytes)
 	rel := at - start
 	relEnd := min(end-start, len(strings.TrimSuffix(s, "…")))
 	if relEnd <= rel {

@@ -1,4 +1,4 @@
-package recall
+package textsearch
 
 import (
 	"fmt"
@@ -18,13 +18,19 @@ type QueryError struct {
 }
 
 func (e *QueryError) Error() string {
-	return fmt.Sprintf("recall: malformed query at offset %d (%q): %v", e.Offset, tail(e.Query[e.Offset:]), e.Err)
+	return fmt.Sprintf("malformed query at offset %d (%q): %v", e.Offset, tail(e.Query[e.Offset:]), e.Err)
 }
 
 func (e *QueryError) Unwrap() error { return e.Err }
 
-func newQueryError(q string, err error) *QueryError {
-	return &QueryError{Query: q, Offset: errorOffset(q), Err: err}
+// Parse parses q in bleve's query-string syntax; a malformed q is a
+// *QueryError naming the byte offset of the first term that cannot be parsed.
+func Parse(q string) (*query.QueryStringQuery, error) {
+	qsq := query.NewQueryStringQuery(q)
+	if err := qsq.Validate(); err != nil {
+		return nil, &QueryError{Query: q, Offset: errorOffset(q), Err: err}
+	}
+	return qsq, nil
 }
 
 // errorOffset returns the start of the first term of q such that q up to the
