@@ -12,6 +12,7 @@ import (
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/grants"
+	"aicli.dev/aicli/internal/history"
 	"aicli.dev/aicli/internal/mailbox"
 	"aicli.dev/aicli/internal/postoffice"
 	"aicli.dev/aicli/internal/recall"
@@ -26,11 +27,12 @@ import (
 const ns = "team"
 
 type env struct {
-	t      *testing.T
-	client *storeclient.Client
-	mail   *mailbox.Mailbox
-	srv    *Server
-	log    *transcript.StoreLog
+	t       *testing.T
+	client  *storeclient.Client
+	mail    *mailbox.Mailbox
+	srv     *Server
+	log     *transcript.StoreLog
+	history *history.Index
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -55,8 +57,13 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rc.Close() })
-	e := &env{t: t, client: c, mail: mb, log: &transcript.StoreLog{Store: st}}
-	e.srv = &Server{Client: c, Office: &postoffice.Office{Client: c, Mailbox: mb}, Mailbox: mb, Recall: rc, Transcripts: e.log}
+	ix, err := history.Open(ctxT(t), st, t.TempDir(), &history.StoreResolver{Store: st}, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close() })
+	e := &env{t: t, client: c, mail: mb, log: &transcript.StoreLog{Store: st, Committed: ix.Committed}, history: ix}
+	e.srv = &Server{Client: c, Office: &postoffice.Office{Client: c, Mailbox: mb}, Mailbox: mb, Recall: rc, Transcripts: e.log, History: ix}
 	for name, peers := range map[string]*v1alpha1.PeerPolicy{
 		"a": {SendTo: &v1alpha1.PeerSet{Agents: []string{"b"}}},
 		"b": {},
@@ -279,6 +286,55 @@ func TestParseArgs(t *testing.T) {
 	for _, bad := range [][]string{{"--nope"}, {"--limit"}, {"--ack=1"}} {
 		if _, err := parse(bad, spec); err == nil {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestTranscriptSearchOwnAndObserved(t *testing.T) {
+	e := newEnv(t)
+	at := time.Now().Add(-time.Hour)
+	for conv, texts := range map[string][]string{
+		"a-1": {"the deploy failed on tuesday", "lunch plans"},
+		"b-1": {"deploying the database migration"},
+		"b-2": {"deploy secrets for b only"},
+	} {
+		c := &v1alpha1.Conversation{}
+		if err := e.client.Get(context.Background(), ns, conv, c); err != nil {
+			t.Fatal(err)
+		}
+		var entries []transcriptwire.Entry
+		for _, text := range texts {
+			entries = append(entries, transcriptwire.Entry{Speaker: "human", Text: text, Time: at})
+		}
+		if _, err := e.log.Append(context.Background(), string(c.UID), entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.history.Flush(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := e.run("a", "a-1", "", "transcript-search", "deploy")
+	if code != 0 || !strings.Contains(out, "a-1 #1 ") || !strings.Contains(out, "b-1 #1 ") || strings.Contains(out, "b-2") {
+		t.Fatalf("search deploy: %d %q %q", code, out, errs)
+	}
+	if _, out, _ = e.run("a", "a-1", "", "transcript-search", "deploy", "--agent", "b"); strings.Contains(out, "a-1") || !strings.Contains(out, "b-1") {
+		t.Fatalf("--agent b = %q", out)
+	}
+	if _, out, _ = e.run("a", "a-1", "", "transcript-search", "deploy", "--since", "10m"); !strings.Contains(out, "nothing found") {
+		t.Fatalf("--since 10m = %q", out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"deploy", "--agent", "c"}, exitRefused, `lets it observe agent "c"`},
+		{[]string{`"unclosed`}, exitFailed, "malformed query at offset 0"},
+		{[]string{"x", "--since", "yesterday"}, exitUsage, "want a duration"},
+		{nil, exitUsage, "usage: transcript-search"},
+	} {
+		if code, _, errs := e.run("a", "a-1", "", "transcript-search", tc.args...); code != tc.code || !strings.Contains(errs, tc.says) {
+			t.Errorf("transcript-search %q: %d %q, want %d saying %q", tc.args, code, errs, tc.code, tc.says)
 		}
 	}
 }
