@@ -93,7 +93,7 @@ type AckResponse struct {
 // anything was left out (for one-line listings).
 func FirstLine(body string, max int) string {
 	line, rest, more := strings.Cut(strings.TrimSpace(body), "\n")
-	line = strings.TrimRight(line, "\r")
+	line = strings.ReplaceAll(strings.TrimRight(line, "\r"), "\t", " ")
 	r := []rune(line)
 	if len(r) > max {
 		return string(r[:max-1]) + "…"
