@@ -7,12 +7,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
+	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/mailbox"
 	"aicli.dev/aicli/internal/transcript"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
@@ -342,4 +344,34 @@ func (e *phaseEnv) setStatus(st ptyapi.ExecutionStatus) {
 	e.guests.pty.mu.Lock()
 	e.guests.pty.status.Status = st
 	e.guests.pty.mu.Unlock()
+}
+
+// TestPhaseMailWaitsForTheBudget: mail stays unread while the budget covers no further message.
+func TestPhaseMailWaitsForTheBudget(t *testing.T) {
+	e := newMailEnv(t, `{"harness":"fake","budget":{"usdPerHour":"6","burstUSD":"1","maxWaitSeconds":600}}`)
+	spend := mapSpend{}
+	ledger := &budget.Ledger{Store: e.h.store, Spend: spend, Now: func() time.Time { return e.clock }}
+	e.r.Budget = ledger
+	agent := e.h.agent("a")
+	lim, _, _ := budget.LimitsOf(agent.Spec.Budget)
+	uid := string(e.conv().UID)
+	if ok, err := ledger.Admit(context.Background(), "default", "a", lim, uid, "s-1", "one"); err != nil || !ok {
+		t.Fatalf("first message: %v %v", ok, err)
+	}
+	spend["s-1"] = 950_000 // $0.05 left; the next message is estimated at $0.95
+	e.mail("x", 2, func(i int) string { return fmt.Sprint("m", i) })
+	if _, err := e.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.pty.take()) != 0 || e.unread() != 2 {
+		t.Fatal("mail delivered past the budget")
+	}
+	e.want(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonBudgetWait, "2 unread message(s) wait: the budget covers no further message")
+	e.clock = e.clock.Add(10 * time.Minute) // $1.00 accrued
+	if _, err := e.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if sent := e.pty.take(); len(sent) != 1 || e.unread() != 0 {
+		t.Fatalf("after accrual: sent %q, unread %d", sent, e.unread())
+	}
 }

@@ -26,7 +26,7 @@ import (
 const ns = "team"
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	srv *apiservertest.Server
 	cl  *storeclient.Client
 	mb  *mailbox.Mailbox
@@ -35,7 +35,7 @@ type env struct {
 
 // serve mounts the mail endpoints on the real API server with agents a, b
 // and c, where only a may send to b.
-func serve(t *testing.T) *env {
+func serve(t testing.TB) *env {
 	t.Helper()
 	srv := apiservertest.New(t)
 	mb, err := mailbox.Open(context.Background(), srv.Store, mailbox.Options{})
