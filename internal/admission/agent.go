@@ -18,6 +18,9 @@ import (
 // nobody).
 type Agents struct{}
 
+// Stateless marks Agents as reading nothing but the object: agent writes are not serialised.
+func (Agents) Stateless() {}
+
 var agentGK = v1alpha1.GroupVersion.WithKind("Agent").GroupKind()
 
 // Admit implements apiserver.Admitter.
