@@ -72,22 +72,13 @@ func (r *ConversationReconciler) reconcileMail(ctx context.Context, s *convScope
 		s.set(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonBudgetWait,
 			fmt.Sprintf("%d unread message(s) wait: %s", unread, s.budgetShort))
 		return reconcile.Result{}, nil
-	case s.sent || conv.Status.Execution != v1alpha1.ExecutionStatus(ptyapi.StatusIdle):
-		// The guest's next status change (IDLE) triggers the next pass.
-		if !notifyOnly || r.notified.has(uid) {
-			exec := string(conv.Status.Execution)
-			if s.sent {
-				exec = string(ptyapi.StatusBusy)
-			}
-			s.set(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonMailPending,
-				fmt.Sprintf("%d unread message(s) wait for the CLI to be IDLE (it is %s)", unread, exec))
-			return reconcile.Result{}, nil
-		}
-		s.set(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonMailPending,
-			fmt.Sprintf("a notice of %d unread message(s) waits for the CLI to be IDLE", unread))
-		return reconcile.Result{}, nil
 	case notifyOnly:
 		return reconcile.Result{}, r.notifyMail(ctx, s, unread)
+	case !idleNow(s):
+		// The guest's next status change (IDLE) triggers the next pass.
+		s.set(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonMailPending,
+			fmt.Sprintf("%d unread message(s) wait for the CLI to be IDLE (it is %s)", unread, execution(s)))
+		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, r.deliverMail(ctx, s, unread)
 }
@@ -143,8 +134,13 @@ func (r *ConversationReconciler) notifyMail(ctx context.Context, s *convScope, u
 	if err != nil {
 		return transient(v1alpha1.ReasonRetrying, fmt.Errorf("reading the agent's inbox: %w", err))
 	}
-	if len(fresh) == 0 {
+	switch {
+	case len(fresh) == 0:
 		done()
+		return nil
+	case !idleNow(s):
+		s.set(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonMailPending,
+			fmt.Sprintf("a notice of %d unread message(s) waits for the CLI to be IDLE (it is %s)", unread, execution(s)))
 		return nil
 	}
 	senders, last, err := r.unreadSenders(ctx, ns, agent)
@@ -185,6 +181,18 @@ func (r *ConversationReconciler) unreadSenders(ctx context.Context, ns, agent st
 		}
 		after = last
 	}
+}
+
+// idleNow reports whether the CLI is IDLE and got nothing yet this pass.
+func idleNow(s *convScope) bool {
+	return !s.sent && s.conv.Status.Execution == v1alpha1.ExecutionStatus(ptyapi.StatusIdle)
+}
+
+func execution(s *convScope) string {
+	if s.sent {
+		return string(ptyapi.StatusBusy)
+	}
+	return string(s.conv.Status.Execution)
 }
 
 // markSent records that the CLI got a message this pass: it is BUSY now,

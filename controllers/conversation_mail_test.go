@@ -256,7 +256,20 @@ func TestPhaseMailNotifyOnly(t *testing.T) {
 	if sent := e.pty.take(); len(sent) != 0 || e.unread() != 3 {
 		t.Fatalf("notified again without new mail: %q, unread %d", sent, e.unread())
 	}
+	e.setExecution(ptyapi.StatusBusy)
+	if _, err := e.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	e.want(v1alpha1.ConditionMailDelivered, metav1.ConditionTrue, v1alpha1.ReasonMailNotified, "3 unread") // told; BUSY changes nothing
 	e.mail("z", 1, func(int) string { return "more" })
+	if _, err := e.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	e.want(v1alpha1.ConditionMailDelivered, metav1.ConditionFalse, v1alpha1.ReasonMailPending, "a notice of 4 unread message(s) waits for the CLI to be IDLE")
+	if len(e.pty.take()) != 0 {
+		t.Fatal("notified while BUSY")
+	}
+	e.setExecution(ptyapi.StatusIdle)
 	if _, err := e.reconcile(); err != nil {
 		t.Fatal(err)
 	}
