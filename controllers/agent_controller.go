@@ -40,6 +40,8 @@ type AgentReconciler struct {
 	Logger       *slog.Logger
 	// Budget, when set, is observed into status.budget.
 	Budget AgentBudget
+	// Mail, when set, is observed into status.inboxUnread.
+	Mail AgentMail
 }
 
 // phases are the agent's sub-reconcilers, in order, each owning one condition.
@@ -83,6 +85,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	agent.Status.HomeSupervisor = r.SupervisorID
 	out = runPhases(ctx, agent, &agent.Status.Conditions, agent.Generation, false, r.phases())
 	r.observeBudget(ctx, agent)
+	r.observeMail(ctx, agent)
 	return out.result, out.err
 }
 

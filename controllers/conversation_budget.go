@@ -66,8 +66,12 @@ func (r *ConversationReconciler) reconcileBudget(ctx context.Context, s *convSco
 			return reconcile.Result{}, transient(v1alpha1.ReasonRetrying, err)
 		}
 		held--
+		s.sent = true
 	}
 	conv.Status.HeldMessages = int32(held)
+	if held == 0 && rv.Level < rv.Need {
+		s.budgetShort = fmt.Sprintf("the budget covers no further message now: the next needs $%s, $%s available", rv.Need, rv.Level)
+	}
 	switch {
 	case held == 0:
 		s.set(v1alpha1.ConditionBudgetAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "no message is held")

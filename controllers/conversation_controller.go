@@ -20,6 +20,7 @@ import (
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
+	"aicli.dev/aicli/internal/transcript"
 )
 
 // ConversationFinalizer holds a conversation until its container is gone.
@@ -95,8 +96,15 @@ type ConversationReconciler struct {
 	Logger       *slog.Logger
 	// Budget holds and releases messages under the agents' budgets; nil runs without budgets.
 	Budget Budget
+	// Mail delivers the agent's unread mail into its live conversation; nil runs without mail.
+	Mail Mailbox
+	// Attribution, when set, learns that delivered mail is spoken by mail:<sender>.
+	Attribution *transcript.Attribution
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// notified remembers, per conversation uid, the last mail a NotifyOnly notice covered.
+	notified notifiedMail
 }
 
 func (r *ConversationReconciler) now() time.Time {
@@ -119,6 +127,7 @@ func (r *ConversationReconciler) phases() []phase[*convScope] {
 		{condition: v1alpha1.ConditionLeaseHeld, run: r.reconcileLease},
 		{condition: v1alpha1.ConditionCLIReady, run: r.reconcileCLI},
 		{condition: v1alpha1.ConditionBudgetAvailable, run: r.reconcileBudget},
+		{condition: v1alpha1.ConditionMailDelivered, run: r.reconcileMail},
 		{condition: v1alpha1.ConditionResumable, run: r.reconcileResumable, always: true},
 	}
 }

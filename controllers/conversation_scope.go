@@ -31,6 +31,10 @@ type convScope struct {
 	toolsDir string                 // tools ("" without a tool binary)
 	image    string                 // image
 	pty      ptyapi.PTY             // guest
+	// sent is set once a phase put a message into the CLI this pass (it is busy now).
+	sent bool
+	// budgetShort says why the budget covers no further message now ("" when it does).
+	budgetShort string
 	// resumeNote is this run's honest report on resumability, made while
 	// launching (home deleted, resume unsupported); reason "" when none.
 	resumeNote struct{ reason, msg string }

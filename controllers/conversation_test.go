@@ -93,7 +93,7 @@ func (p *policyRecorder) get(uid string) (egress.Policy, bool) {
 	return pol, ok
 }
 
-func startConversations(t *testing.T) *convEnv {
+func startConversations(t *testing.T, mods ...func(*Options)) *convEnv {
 	t.Helper()
 	base, err := os.MkdirTemp("", "cv") // short: the side-channel socket path must fit in 107 bytes
 	if err != nil {
@@ -122,8 +122,12 @@ func startConversations(t *testing.T) *convEnv {
 	})
 	rec := &policyRecorder{policies: map[string]egress.Policy{}}
 	sessions := &liveguest.Registry{}
-	err = Start(ctx, Options{Store: st, DataDir: dir, SupervisorID: "sup-test", Logger: log, SkipNameValidation: true,
-		Runtime: rt, Images: fixedImage{}, Gateway: gw, Egress: rec, Sessions: sessions})
+	opts := Options{Store: st, DataDir: dir, SupervisorID: "sup-test", Logger: log, SkipNameValidation: true,
+		Runtime: rt, Images: fixedImage{}, Gateway: gw, Egress: rec, Sessions: sessions}
+	for _, m := range mods {
+		m(&opts)
+	}
+	err = Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
+	"aicli.dev/aicli/internal/transcript"
 )
 
 // maxBackoff caps the per-object retry delay after failed reconciles.
@@ -60,6 +61,13 @@ type Options struct {
 	// Budget, when set, is the agents' budget ledger: conversations hold and release messages under it and agents
 	// show it in status.budget. Start sets its Changed hook to re-reconcile the agent and its conversations.
 	Budget *budget.Ledger
+	// Mail, when set, is the agents' mailbox: agents show status.inboxUnread and live conversations receive their
+	// agent's unread mail (MailDelivered). MailChanged is the hook the mailbox calls after an append or an ack
+	// (mailbox.Options.Changed): Start connects it to the agent's reconcile and its conversations'.
+	Mail        Mailbox
+	MailChanged *ChangeHook
+	// Attribution, when set, learns the speaker (mail:<agent>) of the mail delivered into conversations.
+	Attribution *transcript.Attribution
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -72,7 +80,7 @@ func Start(ctx context.Context, opts Options) error {
 		r        reconcile.Reconciler
 		mappers  []MapFunc
 	}
-	convReconciler, convSource := conversationController(ctx, c, opts)
+	convReconciler, convSource, convTrigger := conversationController(ctx, c, opts)
 	grantTrigger, grantSource := triggerSource(ctx)
 	grantReconciler := &GrantReconciler{Client: c}
 	if opts.Leases != nil {
@@ -84,6 +92,17 @@ func Start(ctx context.Context, opts Options) error {
 	agentReconciler := &AgentReconciler{Client: c, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: log}
 	if opts.Budget != nil {
 		agentReconciler.Budget = opts.Budget
+	}
+	agentTrigger, agentSource := triggerSource(ctx)
+	if opts.Mail != nil {
+		agentReconciler.Mail = opts.Mail
+		if opts.MailChanged != nil {
+			// New mail or a read-advance: the agent recounts its unread mail and its conversations deliver.
+			opts.MailChanged.Set(ctx, func(ns, agent string) {
+				agentTrigger(types.NamespacedName{Namespace: ns, Name: agent})
+				triggerConversationsOf(ctx, c, convTrigger, ns, agent)
+			})
+		}
 	}
 	specs := []spec{
 		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}},
@@ -115,6 +134,8 @@ func Start(ctx context.Context, opts Options) error {
 			// conversations.
 			extra = []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c)),
 				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c))}
+		case s.name == "agent":
+			extra = []source.Source{agentSource}
 		case s.name == "grant":
 			// Leases taken and lost, and subjects appearing or going.
 			extra = []source.Source{grantSource, StoreSource(opts.Store, "agents", log, grantsOfSubject(c))}
@@ -135,9 +156,9 @@ func Start(ctx context.Context, opts Options) error {
 
 // conversationController builds the conversation reconciler and the source of
 // its out-of-band triggers (guest connected, status changed, image built).
-func conversationController(ctx context.Context, c *storeclient.Client, opts Options) (reconcile.Reconciler, source.Source) {
+func conversationController(ctx context.Context, c *storeclient.Client, opts Options) (reconcile.Reconciler, source.Source, func(types.NamespacedName)) {
 	if opts.Runtime == nil {
-		return &PendingReconciler{Client: c, Resource: "conversations", Refs: conversationRefs}, nil
+		return &PendingReconciler{Client: c, Resource: "conversations", Refs: conversationRefs}, nil, nil
 	}
 	trigger, src := triggerSource(ctx)
 	sessions := opts.Sessions
@@ -156,7 +177,10 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 	}}
 	r := &ConversationReconciler{Client: c, Runtime: opts.Runtime, Images: images, Guests: sessions,
 		Egress: opts.Egress, Secrets: opts.Secrets, DataDir: opts.DataDir, SupervisorID: opts.SupervisorID, Logger: opts.Logger,
-		ToolBinary: opts.ToolBinary}
+		ToolBinary: opts.ToolBinary, Attribution: opts.Attribution}
+	if opts.Mail != nil {
+		r.Mail = opts.Mail
+	}
 	if opts.Leases != nil {
 		r.Leases = opts.Leases
 	}
@@ -164,19 +188,25 @@ func conversationController(ctx context.Context, c *storeclient.Client, opts Opt
 		r.Budget = opts.Budget
 		// A top-up or a held message: the agent's conversations decide again. (The agent's own status follows at
 		// its next reconcile.)
-		opts.Budget.Changed = func(ns, agent string) {
-			var list v1alpha1.ConversationList
-			if err := c.List(ctx, ns, &list, nil); err != nil {
-				return
-			}
-			for _, conv := range list.Items {
-				if conv.Spec.AgentRef == agent {
-					trigger(types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name})
-				}
-			}
+		opts.Budget.Changed = func(ns, agent string) { triggerConversationsOf(ctx, c, trigger, ns, agent) }
+	}
+	return r, src, trigger
+}
+
+// triggerConversationsOf asks for a reconcile of every conversation of the agent (nil trigger: none).
+func triggerConversationsOf(ctx context.Context, c *storeclient.Client, trigger func(types.NamespacedName), ns, agent string) {
+	if trigger == nil {
+		return
+	}
+	var list v1alpha1.ConversationList
+	if err := c.List(ctx, ns, &list, nil); err != nil {
+		return
+	}
+	for _, conv := range list.Items {
+		if conv.Spec.AgentRef == agent {
+			trigger(types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name})
 		}
 	}
-	return r, src
 }
 
 // triggerSource is a source fed by the returned function: out-of-band

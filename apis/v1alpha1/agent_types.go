@@ -247,9 +247,9 @@ type AgentStatus struct {
 	// liveConversation names the agent's Active conversation, if any.
 	// +optional
 	LiveConversation string `json:"liveConversation,omitempty"`
-	// inboxUnread counts unread mailbox messages.
+	// inboxUnread counts the agent's unread mail (docs/mail.md); 0 is written, not omitted.
 	// +optional
-	InboxUnread int32 `json:"inboxUnread,omitempty"`
+	InboxUnread int32 `json:"inboxUnread"`
 	// spend summarises the agent's accounted spend.
 	// +optional
 	Spend *SpendSummary `json:"spend,omitempty"`
@@ -268,7 +268,7 @@ type AgentStatus struct {
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Live",type=string,JSONPath=`.status.liveConversation`
-// +kubebuilder:printcolumn:name="Unread",type=integer,JSONPath=`.status.inboxUnread`,priority=1
+// +kubebuilder:printcolumn:name="Unread",type=integer,JSONPath=`.status.inboxUnread`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Agent struct {

@@ -34,6 +34,9 @@ const (
 	// ConditionBudgetAvailable reports that the agent's budget covers the
 	// conversation's next message (no message is held).
 	ConditionBudgetAvailable = "BudgetAvailable"
+	// ConditionMailDelivered reports that the agent's unread mail has reached the live conversation (or, with
+	// spec.peers.delivery NotifyOnly, that the agent was told about it); False while mail waits (docs/mail.md).
+	ConditionMailDelivered = "MailDelivered"
 	// ConditionBreakerClosed reports that a monitor's circuit breaker is closed.
 	ConditionBreakerClosed = "BreakerClosed"
 )
@@ -121,4 +124,12 @@ const (
 	ReasonBudgetExhausted = "BudgetExhausted"
 	// ReasonNoBudget: the agent sets no budget; nothing is held.
 	ReasonNoBudget = "NoBudget"
+)
+
+// Condition reasons of mail delivery (docs/mail.md).
+const (
+	// ReasonMailPending: unread mail waits for the CLI to be IDLE (or for the next chunk's turn).
+	ReasonMailPending = "MailPending"
+	// ReasonMailNotified: NotifyOnly delivery told the agent about its unread mail; it reads it with mail-inbox.
+	ReasonMailNotified = "MailNotified"
 )

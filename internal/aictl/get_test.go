@@ -48,17 +48,17 @@ func TestGetTableFromPrintColumns(t *testing.T) {
 	wantCode(t, r, 0)
 	rows := cells(r.out)
 	want := [][]string{
-		{"NAME", "HARNESS", "MODEL", "READY", "LIVE", "AGE"},
-		{"alpha", "fake", "opus", "True", "alpha-1", rows[1][len(rows[1])-1]},
-		{"bravo", "fake", "sonnet", "<none>", "<none>", rows[2][len(rows[2])-1]},
+		{"NAME", "HARNESS", "MODEL", "READY", "LIVE", "UNREAD", "AGE"},
+		{"alpha", "fake", "opus", "True", "alpha-1", "4", rows[1][len(rows[1])-1]},
+		{"bravo", "fake", "sonnet", "<none>", "<none>", "<none>", rows[2][len(rows[2])-1]},
 	}
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Fatalf("table:\n%s\nwant %v", r.out, want)
 	}
 	// The store stamps creationTimestamp; longer ages: TestDateColumnsPrintAges.
 	for _, row := range rows[1:] {
-		if !regexp.MustCompile(`^\d+s$`).MatchString(row[5]) {
-			t.Fatalf("age of a new object = %q", row[5])
+		if !regexp.MustCompile(`^\d+s$`).MatchString(row[6]) {
+			t.Fatalf("age of a new object = %q", row[6])
 		}
 	}
 

@@ -113,6 +113,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newToolCallsCommand(g),
 		newBudgetCommand(g),
 		newHistoryCommand(g),
+		newMailCommand(g),
 	)
 	return root
 }

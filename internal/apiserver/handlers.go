@@ -148,7 +148,10 @@ func (h *request) admit(op Operation, old, obj *unstructured.Unstructured) (func
 	if !ok {
 		return func() {}, nil
 	}
-	mu := h.s.writeMus[h.res.Plural]
+	mu, serial := h.s.writeMus[h.res.Plural]
+	if !serial {
+		return func() {}, a.Admit(h.r.Context(), op, old, obj)
+	}
 	mu.Lock()
 	if err := a.Admit(h.r.Context(), op, old, obj); err != nil {
 		mu.Unlock()

@@ -48,6 +48,13 @@ type Admitter interface {
 	Admit(ctx context.Context, op Operation, old, obj *unstructured.Unstructured) error
 }
 
+// StatelessAdmitter is an Admitter that judges the written object alone (it
+// reads nothing else): its resource's writes are not serialised.
+type StatelessAdmitter interface {
+	Admitter
+	Stateless()
+}
+
 // Options configures a Server.
 type Options struct {
 	Store    Storage
@@ -76,8 +83,10 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), writeMus: map[string]*sync.Mutex{}, subres: map[string]http.Handler{}}
-	for plural := range opts.Admitters {
-		s.writeMus[plural] = &sync.Mutex{}
+	for plural, a := range opts.Admitters {
+		if _, ok := a.(StatelessAdmitter); !ok {
+			s.writeMus[plural] = &sync.Mutex{}
+		}
 	}
 	s.mux.HandleFunc("GET "+apischema.APIPath, s.discovery)
 	s.mux.HandleFunc(apischema.APIPath+"/", s.route)

@@ -162,6 +162,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ledger := &budget.Ledger{Store: st, Spend: budget.SpendIndex{Service: spendSvc, DataDir: dir}}
 
+	mail, err := startMail(ctx, st, api)
+	if err != nil {
+		return err
+	}
 	toolSvc, err := startTools(ctx, cfg, dir, storeclient.New(st), secretStore, ledger, log)
 	if err != nil {
 		return err
@@ -204,7 +208,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopControllers()
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
-		Egress: egressSrv, Secrets: secretStore, Budget: ledger, ToolBinary: toolSvc.binary, Leases: toolSvc.leases}); err != nil {
+		Egress: egressSrv, Secrets: secretStore, Budget: ledger, ToolBinary: toolSvc.binary, Leases: toolSvc.leases,
+		Mail: mail.Mailbox, MailChanged: mail.Changed, Attribution: attribution}); err != nil {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},

@@ -97,7 +97,7 @@ func TestRealWaitReadyGetDescribeDelete(t *testing.T) {
 
 	r = run(t, srv, "get", "agents", "-n", ns)
 	wantCode(t, r, 0)
-	if !regexp.MustCompile(`(?m)^NAME +HARNESS +MODEL +READY +LIVE +AGE\necho +fake +two +True +<none> +\d+s$`).MatchString(r.out) {
+	if !regexp.MustCompile(`(?m)^NAME +HARNESS +MODEL +READY +LIVE +UNREAD +AGE\necho +fake +two +True +<none> +0 +\d+s$`).MatchString(r.out) {
 		t.Fatalf("get table from the real server:\n%s", r.out)
 	}
 

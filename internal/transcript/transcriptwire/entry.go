@@ -10,13 +10,16 @@ const (
 	// SpeakerInjectedPrefix starts the speaker of a monitor's injected message:
 	// "injected:<monitor>".
 	SpeakerInjectedPrefix = "injected:"
+	// SpeakerMailPrefix starts the speaker of mail delivered into a
+	// conversation: "mail:<sending agent>".
+	SpeakerMailPrefix = "mail:"
 )
 
 // Entry is one attributed transcript event.
 type Entry struct {
 	// Cursor is the entry's position in its conversation's transcript, from 1.
 	Cursor int64 `json:"cursor"`
-	// Speaker is human, agent, tool or injected:<monitor>.
+	// Speaker is human, agent, tool, injected:<monitor> or mail:<agent>.
 	Speaker string `json:"speaker"`
 	// Text is clean text (never raw PTY bytes).
 	Text string `json:"text"`
