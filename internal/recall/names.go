@@ -1,10 +1,15 @@
 package recall
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 )
+
+// ErrInvalid is wrapped by the errors refusing bad input: a malformed name,
+// an empty document or query.
+var ErrInvalid = errors.New("invalid")
 
 // kvBucket is the store side-table bucket that holds all recall documents.
 const kvBucket = "recall"
@@ -27,23 +32,31 @@ func (r BucketRef) String() string {
 
 func checkName(what, v string) error {
 	if v == "" {
-		return fmt.Errorf("recall: %s is required", what)
+		return fmt.Errorf("recall: %s is required: %w", what, ErrInvalid)
 	}
 	if !nameRE.MatchString(v) {
-		return fmt.Errorf("recall: %s %q must match %s", what, v, nameRE)
+		return fmt.Errorf("recall: %s %q must match %s: %w", what, v, nameRE, ErrInvalid)
 	}
 	return nil
 }
 
 func (r BucketRef) validate() error {
-	if err := checkName("namespace", r.Namespace); err != nil {
-		return err
-	}
-	if err := checkName("agent", r.Agent); err != nil {
+	if err := checkAgent(r.Namespace, r.Agent); err != nil {
 		return err
 	}
 	return checkName("bucket", r.Bucket)
 }
+
+func checkAgent(namespace, agent string) error {
+	if err := checkName("namespace", namespace); err != nil {
+		return err
+	}
+	return checkName("agent", agent)
+}
+
+// CheckName reports whether v is a valid bucket name or document ID (an
+// error wrapping ErrInvalid when it is not).
+func CheckName(what, v string) error { return checkName(what, v) }
 
 // prefix is the side-table key prefix of the bucket's documents.
 func (r BucketRef) prefix() string { return r.String() + "/" }

@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -34,7 +33,7 @@ type Hit struct {
 // returns up to limit hits, best first. A malformed query is a *QueryError.
 func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int) ([]Hit, error) {
 	if strings.TrimSpace(q) == "" {
-		return nil, errors.New("recall: query is required")
+		return nil, fmt.Errorf("recall: query is required: %w", ErrInvalid)
 	}
 	qsq := query.NewQueryStringQuery(q)
 	if err := qsq.Validate(); err != nil {
@@ -44,6 +43,12 @@ func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int)
 		limit = DefaultSearchLimit
 	}
 	limit = min(limit, MaxSearchLimit)
+	if err := ref.validate(); err != nil {
+		return nil, err
+	}
+	if empty, err := r.unopenedAndEmpty(ctx, ref); err != nil || empty {
+		return nil, err // a bucket without documents: no index to create
+	}
 	b, err := r.bucket(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -73,4 +78,20 @@ func (b *bucketIndex) search(ctx context.Context, req *bleve.SearchRequest) (*bl
 		return nil, ErrClosed
 	}
 	return idx.ix.SearchInContext(ctx, req)
+}
+
+// unopenedAndEmpty reports whether ref's index is not open and the store
+// holds no document of it, so a search need not create an index.
+func (r *Recall) unopenedAndEmpty(ctx context.Context, ref BucketRef) (bool, error) {
+	r.mu.Lock()
+	b := r.buckets[ref]
+	r.mu.Unlock()
+	if b != nil && b.idx.Load() != nil {
+		return false, nil
+	}
+	kvs, err := r.st.ScanKV(ctx, kvBucket, ref.prefix(), "", 1)
+	if err != nil {
+		return false, fmt.Errorf("recall: search %s: %w", ref, err)
+	}
+	return len(kvs) == 0, nil
 }
