@@ -63,3 +63,8 @@ func (d Dir) Tools() string { return filepath.Join(string(d), "tools") }
 // CapKeys holds the capability root keys, one file per namespace, mode 0600
 // (docs/decisions/0020-capabilities-leases-and-mounted-tools.md).
 func (d Dir) CapKeys() string { return filepath.Join(string(d), "capkeys") }
+
+// Recall holds the recall buckets' search indexes
+// (<Recall>/<namespace>/<agent>/<bucket>); derived from the store, rebuilt
+// when missing.
+func (d Dir) Recall() string { return filepath.Join(string(d), "recall") }
