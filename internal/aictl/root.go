@@ -112,6 +112,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newSecretCommand(g),
 		newToolCallsCommand(g),
 		newBudgetCommand(g),
+		newBucketCommand(g),
 	)
 	return root
 }

@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"aicli.dev/aicli/internal/recall/recallwire"
 )
 
 // Document limits.
 const (
 	// MaxBodyBytes is the largest document body accepted (256 KiB).
-	MaxBodyBytes = 256 << 10
+	MaxBodyBytes = recallwire.MaxBodyBytes
 	// MaxTitleBytes is the largest title accepted.
 	MaxTitleBytes = 1 << 10
 	// MaxTags is the largest number of tags on one document.

@@ -8,12 +8,14 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"aicli.dev/aicli/internal/recall/recallwire"
 )
 
 // MaxSearchLimit caps Search's limit; DefaultSearchLimit replaces limit <= 0.
 const (
-	DefaultSearchLimit = 10
-	MaxSearchLimit     = 100
+	DefaultSearchLimit = recallwire.DefaultSearchLimit
+	MaxSearchLimit     = recallwire.MaxSearchLimit
 )
 
 // Hit is one search result, best first.

@@ -34,6 +34,16 @@ const (
 	ParamTag   = "tag"
 )
 
+// Limits, the same as package recall's (which takes them from here).
+const (
+	// MaxBodyBytes is the largest document body accepted (256 KiB).
+	MaxBodyBytes = 256 << 10
+	// DefaultSearchLimit is the number of hits when a search names none;
+	// MaxSearchLimit caps it.
+	DefaultSearchLimit = 10
+	MaxSearchLimit     = 100
+)
+
 // ContentTypeText is the content type of a document sent as its bare body.
 const ContentTypeText = "text/plain"
 
