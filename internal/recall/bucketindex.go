@@ -80,7 +80,7 @@ func (b *bucketIndex) rebuild(ctx context.Context, st Store, path string) (bleve
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("recall: create index dir %s: %w", b.dir, err)
 	}
-	idx, err := bleve.NewUsing(path, newMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, scorchConfig(b.tune))
+	idx, err := bleve.NewUsing(path, newMapping(b.tune), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, scorchConfig(b.tune))
 	if err != nil {
 		return nil, fmt.Errorf("recall: create index %s: %w", path, err)
 	}

@@ -55,7 +55,11 @@ func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int)
 	if err != nil {
 		return nil, err
 	}
-	req := bleve.NewSearchRequestOptions(qsq, limit, 0, false)
+	parsed, err := qsq.Parse()
+	if err != nil {
+		return nil, newQueryError(q, err)
+	}
+	req := bleve.NewSearchRequestOptions(expandFields(parsed), limit, 0, false)
 	res, err := b.search(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("recall: search %s: %w", ref, err)

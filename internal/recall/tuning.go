@@ -24,6 +24,7 @@ type tuning struct {
 	safeBatch   bool // wait for each batch's persistence (bleve's default)
 	serialStore bool // write the store, then index (instead of both at once)
 	subBatches  int  // concurrent bleve batches per PutMany; 0 means defaultSubBatches
+	withAll     bool // index the _all composite field too
 }
 
 // defaultSubBatches is how many concurrent bleve batches a large PutMany
