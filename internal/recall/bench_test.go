@@ -48,10 +48,11 @@ func BenchmarkRecallIndex(b *testing.B) {
 		name string
 		tune tuning
 	}{
-		{"baseline", tuning{safeBatch: true, serialStore: true, subBatches: 1, withAll: true}},
-		{"unsafe_batch", tuning{serialStore: true, subBatches: 1, withAll: true}},
-		{"+overlap_store", tuning{subBatches: 1, withAll: true}},
-		{"+no_all_field", tuning{subBatches: 1}},
+		{"baseline", tuning{safeBatch: true, serialStore: true, subBatches: 1, withAll: true, unicodeTokenizer: true}},
+		{"unsafe_batch", tuning{serialStore: true, subBatches: 1, withAll: true, unicodeTokenizer: true}},
+		{"+overlap_store", tuning{subBatches: 1, withAll: true, unicodeTokenizer: true}},
+		{"+no_all_field", tuning{subBatches: 1, unicodeTokenizer: true}},
+		{"+ascii_tokenizer", tuning{subBatches: 1}},
 		{"+2_sub_batches", tuning{subBatches: 2}},
 	} {
 		b.Run(v.name, func(b *testing.B) { benchIndex(b, Options{tune: v.tune}) })

@@ -29,9 +29,13 @@ type indexDoc struct {
 // values (Search reads titles and snippets from the store), which roughly
 // doubles indexing rate; term vectors stay on title and body for phrases.
 func newMapping(t tuning) mapping.IndexMapping {
+	analyzer := analyzerName
+	if t.unicodeTokenizer {
+		analyzer = en.AnalyzerName
+	}
 	text := func(store, vectors bool) *mapping.FieldMapping {
 		f := bleve.NewTextFieldMapping()
-		f.Analyzer = en.AnalyzerName
+		f.Analyzer = analyzer
 		f.Store = store
 		f.IncludeTermVectors = vectors
 		f.DocValues = false // no sorting or faceting on these fields
@@ -42,10 +46,13 @@ func newMapping(t tuning) mapping.IndexMapping {
 	dm.AddFieldMappingsAt(fieldTitle, text(false, true))
 	dm.AddFieldMappingsAt(fieldTags, text(false, false))
 	dm.AddFieldMappingsAt(fieldBody, text(false, true)) // positions: phrase queries
+	if !t.withAll {
+		dm.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping()) // no composite field at all
+	}
 
 	im := bleve.NewIndexMapping()
 	im.DefaultMapping = dm
-	im.DefaultAnalyzer = en.AnalyzerName
+	im.DefaultAnalyzer = analyzer
 	im.ScoringModel = index.BM25Scoring
 	return im
 }
