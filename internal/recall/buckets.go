@@ -31,7 +31,7 @@ func (r *Recall) Buckets(ctx context.Context, namespace, agent string) ([]Bucket
 			return nil, fmt.Errorf("recall: list buckets of %s/%s: %w", namespace, agent, err)
 		}
 		if len(kvs) == 0 {
-			// Key order puts "a-c/" and "a.b/" before "a/": sort by name.
+			// Key order puts "a-c/" before "a/": sort by name.
 			slices.SortFunc(out, func(a, b BucketInfo) int { return strings.Compare(a.Name, b.Name) })
 			return out, nil
 		}

@@ -19,6 +19,10 @@ const kvBucket = "recall"
 // names (no '/', no leading '.').
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
 
+// bucketRE is a Grant's spec.recall[].name pattern (a DNS label), so that
+// every bucket can be granted.
+var bucketRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
 // BucketRef names one recall bucket of one agent.
 type BucketRef struct {
 	Namespace string
@@ -44,7 +48,15 @@ func (r BucketRef) validate() error {
 	if err := checkAgent(r.Namespace, r.Agent); err != nil {
 		return err
 	}
-	return checkName("bucket", r.Bucket)
+	return checkBucket(r.Bucket)
+}
+
+func checkBucket(v string) error {
+	if !bucketRE.MatchString(v) {
+		return fmt.Errorf("recall: bucket name %q must be a DNS label (lower-case letters, digits and '-', at most 63, "+
+			"as a Grant's spec.recall[].name): %w", v, ErrInvalid)
+	}
+	return nil
 }
 
 func checkAgent(namespace, agent string) error {
@@ -54,9 +66,13 @@ func checkAgent(namespace, agent string) error {
 	return checkName("agent", agent)
 }
 
-// CheckName reports whether v is a valid bucket name or document ID (an
-// error wrapping ErrInvalid when it is not).
+// CheckName reports whether v is a valid document ID (an error wrapping
+// ErrInvalid when it is not).
 func CheckName(what, v string) error { return checkName(what, v) }
+
+// CheckBucket reports whether v is a valid bucket name (an error wrapping
+// ErrInvalid when it is not).
+func CheckBucket(v string) error { return checkBucket(v) }
 
 // prefix is the side-table key prefix of the bucket's documents.
 func (r BucketRef) prefix() string { return r.String() + "/" }

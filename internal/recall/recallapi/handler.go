@@ -93,7 +93,7 @@ func (h *handler) check(c *call, methods []string) error {
 		return apierrors.NewMethodNotSupported(documentsGR, c.r.Method)
 	}
 	if c.ref.Bucket != "" {
-		if err := recall.CheckName("bucket name", c.ref.Bucket); err != nil {
+		if err := recall.CheckBucket(c.ref.Bucket); err != nil {
 			return err
 		}
 	}

@@ -231,6 +231,7 @@ func TestRefusals(t *testing.T) {
 	// Bad names, empty bodies, unknown fields: 400.
 	e.do(http.MethodPost, "/.hidden/documents", "text/plain", []byte("x"), http.StatusBadRequest)
 	e.do(http.MethodGet, "/bad%20name/search?q=x", "", nil, http.StatusBadRequest)
+	e.do(http.MethodGet, "/Notes/documents", "", nil, http.StatusBadRequest)
 	e.do(http.MethodGet, "/notes/documents/.x", "", nil, http.StatusBadRequest)
 	e.do(http.MethodPost, "/notes/documents", "text/plain", []byte("  \n"), http.StatusBadRequest)
 	e.do(http.MethodPost, "/notes/documents", "application/json", []byte(`{"bdy":"typo"}`), http.StatusBadRequest)
