@@ -2,18 +2,12 @@ package aictl
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
-	"aicli.dev/aicli/internal/recall"
-	"aicli.dev/aicli/internal/recall/recallapi"
+	"aicli.dev/aicli/internal/recall/recallapi/recallapitest"
 	"aicli.dev/aicli/internal/recall/recallwire"
-	"aicli.dev/aicli/internal/toolcalls/toolcallstest"
 )
 
 // bucketServer is the API with the recall endpoints (real store and
@@ -21,16 +15,7 @@ import (
 func bucketServer(t *testing.T) string {
 	t.Helper()
 	srv := apiservertest.New(t)
-	r, err := recall.Open(srv.Store, filepath.Join(t.TempDir(), "recall"), recall.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	recallapi.Mount(srv.API, r, srv.Store)
-	toolcallstest.Create(t, srv, "agents", &v1alpha1.Agent{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Agent"},
-		ObjectMeta: metav1.ObjectMeta{Name: "coder", Namespace: "default"},
-	})
+	recallapitest.Mount(t, srv, "default/coder")
 	return srv.ServeUnix(t)
 }
 

@@ -1,7 +1,9 @@
 package recall
 
 import (
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 )
@@ -57,8 +59,17 @@ func flush(idx bleve.Index) error {
 	if err := idx.Batch(batch); err != nil {
 		return err
 	}
-	return <-done
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(flushTimeout):
+		return fmt.Errorf("not persisted within %s", flushTimeout)
+	}
 }
+
+// flushTimeout bounds flush: a persister that keeps failing (a full disk)
+// must not hang shutdown; the index then keeps its dirty marker.
+const flushTimeout = 30 * time.Second
 
 // indexParallel indexes docs as up to n concurrent bleve batches: analysis
 // already runs on bleve's worker pool, but building a batch's segment runs

@@ -6,20 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/recall"
-	"aicli.dev/aicli/internal/recall/recallapi"
+	"aicli.dev/aicli/internal/recall/recallapi/recallapitest"
 	"aicli.dev/aicli/internal/recall/recallwire"
-	"aicli.dev/aicli/internal/toolcalls/toolcallstest"
 )
 
 type env struct {
@@ -33,16 +30,7 @@ type env struct {
 func serve(t *testing.T) *env {
 	t.Helper()
 	srv := apiservertest.New(t)
-	r, err := recall.Open(srv.Store, filepath.Join(t.TempDir(), "recall"), recall.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	recallapi.Mount(srv.API, r, srv.Store)
-	toolcallstest.Create(t, srv, "agents", &v1alpha1.Agent{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Agent"},
-		ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: "team-a"},
-	})
+	r := recallapitest.Mount(t, srv, "team-a/alice")
 	return &env{t: t, url: srv.ServeLoopback(t, &apiserver.Principal{Name: "team-a", Namespaces: []string{"team-a"}}), r: r}
 }
 
