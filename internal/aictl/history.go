@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -110,15 +108,4 @@ func printHistory(w io.Writer, hits []historywire.Hit) error {
 			oneLine(h.Snippet, historySnippetRunes)})
 	}
 	return tw.Flush()
-}
-
-// oneLine folds whitespace runs (newlines, tabs) into single spaces and
-// cuts s to n runes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -114,6 +114,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newBudgetCommand(g),
 		newHistoryCommand(g),
 		newMailCommand(g),
+		newBucketCommand(g),
 	)
 	return root
 }

@@ -1,6 +1,10 @@
 package aictl
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // newerRV reports whether resourceVersion a is newer than b; versions are
 // the store's event sequence numbers. An empty b is older than anything.
@@ -14,4 +18,15 @@ func newerRV(a, b string) bool {
 		return a > b
 	}
 	return x > y
+}
+
+// oneLine folds whitespace runs (newlines, tabs) into single spaces and
+// cuts s to n runes (n <= 0: no cut).
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }

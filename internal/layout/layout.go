@@ -67,3 +67,8 @@ func (d Dir) CapKeys() string { return filepath.Join(string(d), "capkeys") }
 // History holds the transcript history index (derived from the store's
 // transcript table; deleting it makes the supervisor rebuild it).
 func (d Dir) History() string { return filepath.Join(string(d), "history") }
+
+// Recall holds the recall buckets' search indexes
+// (<Recall>/<namespace>/<agent>/<bucket>); derived from the store, rebuilt
+// when missing.
+func (d Dir) Recall() string { return filepath.Join(string(d), "recall") }

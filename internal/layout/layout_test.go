@@ -12,7 +12,8 @@ func TestLayoutKeyDirsAreDistinct(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for name, p := range map[string]string{"CapKeys": d.CapKeys(), "Secrets": d.Secrets(), "Keys": d.Keys(),
-		"TLS": d.TLS(), "Store": d.Store(), "Run": d.Run(), "Agents": d.Agents(), "History": d.History()} {
+		"TLS": d.TLS(), "Store": d.Store(), "Run": d.Run(), "Agents": d.Agents(), "History": d.History(),
+		"Recall": d.Recall()} {
 		if other, ok := seen[p]; ok {
 			t.Fatalf("%s and %s share %s", name, other, p)
 		}

@@ -24,8 +24,9 @@ const dirtyMarker = "dirty"
 // write and its index update happen under it, so the index applies them in
 // store order.
 type bucketIndex struct {
-	ref BucketRef
-	dir string
+	ref  BucketRef
+	dir  string
+	tune tuning
 
 	mu     sync.Mutex
 	idx    atomic.Pointer[openIndex] // nil before open and after close
@@ -56,7 +57,7 @@ func (b *bucketIndex) ensureOpen(ctx context.Context, st Store) error {
 	if _, err := os.Stat(marker); err == nil {
 		_ = os.RemoveAll(path) // unclean shutdown: the index may lack acknowledged writes
 	}
-	idx, err := bleve.Open(path)
+	idx, err := bleve.OpenUsing(path, scorchConfig(b.tune))
 	if err != nil {
 		if idx, err = b.rebuild(ctx, st, path); err != nil {
 			return err
@@ -79,7 +80,7 @@ func (b *bucketIndex) rebuild(ctx context.Context, st Store, path string) (bleve
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("recall: create index dir %s: %w", b.dir, err)
 	}
-	idx, err := bleve.New(path, newMapping())
+	idx, err := bleve.NewUsing(path, newMapping(b.tune), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, scorchConfig(b.tune))
 	if err != nil {
 		return nil, fmt.Errorf("recall: create index %s: %w", path, err)
 	}
@@ -136,13 +137,13 @@ func writeMarker(path string) error {
 	return nil
 }
 
-// indexDocs adds or replaces docs in one batch. Caller holds b.mu.
+// indexDocs adds or replaces docs (distinct IDs). Caller holds b.mu.
 func (b *bucketIndex) indexDocs(docs []Doc) error {
 	idx := b.idx.Load()
 	if idx == nil {
 		return ErrClosed
 	}
-	if err := batchIndex(idx.ix, docs); err != nil {
+	if err := indexParallel(idx.ix, docs, b.tune.parallel()); err != nil {
 		return fmt.Errorf("recall: index %s: %w", b.ref, err)
 	}
 	return nil
@@ -160,6 +161,15 @@ func (b *bucketIndex) unindex(id string) error {
 	return nil
 }
 
+// discard closes the index without flushing it and leaves the dirty marker,
+// so the next use rebuilds it from the store: after a failed write the
+// index may differ from the store. Caller holds b.mu.
+func (b *bucketIndex) discard() {
+	if idx := b.idx.Swap(nil); idx != nil {
+		_ = idx.ix.Close()
+	}
+}
+
 // close closes the index and removes the dirty marker: the index now holds
 // every acknowledged write.
 func (b *bucketIndex) close() error {
@@ -170,7 +180,11 @@ func (b *bucketIndex) close() error {
 	if idx == nil {
 		return nil
 	}
+	ferr := flush(idx.ix)
 	err := idx.ix.Close()
+	if ferr != nil {
+		return fmt.Errorf("recall: flush index of %s: %w", b.ref, ferr) // the marker stays: rebuilt at next open
+	}
 	if err != nil {
 		return fmt.Errorf("recall: close index of %s: %w", b.ref, err)
 	}

@@ -18,16 +18,22 @@
 // search never needs a bucket filter clause. Indexes are opened lazily on a
 // bucket's first use and stay open until Close.
 //
-// Fields title, tags and body are analysed with bleve's English analyzer
+// Fields title, tags and body are analysed like bleve's English analyzer
 // (possessives, lower case, stop words, Porter stemming), so "running" finds
-// "runs". Scoring is BM25 (bleve v2.6 mapping ScoringModel "bm25"), not
-// bleve's TF-IDF default.
+// "runs"; its word tokenizer has an ASCII fast path giving the same tokens
+// as the Unicode (UAX #29) one. There is no _all field: a query term without
+// a field searches title, tags and body. Scoring is BM25 (bleve v2.6
+// mapping ScoringModel "bm25"), not bleve's TF-IDF default.
 //
 // The index is derived data. While a bucket index is open a marker file
-// "dirty" sits next to it; Close removes it. If at opening the index is
-// missing, cannot be opened, was built with another mapping version, or the
-// marker shows an unclean shutdown (the index may lack acknowledged writes),
-// it is deleted and rebuilt from the side table.
+// "dirty" sits next to it; Close flushes the index to disk and removes it.
+// If at opening the index is missing, cannot be opened, was built with
+// another mapping version, or the marker shows an unclean shutdown (the
+// index may lack acknowledged writes), it is deleted and rebuilt from the
+// side table. That is what lets index batches return before bleve persists
+// them (scorch "unsafe_batch"), and a Put index its documents while their
+// store writes wait for the fsync; a failed write drops the bucket's index
+// for a rebuild.
 //
 // # Queries
 //

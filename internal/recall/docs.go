@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
+
+	"aicli.dev/aicli/internal/recall/recallwire"
 )
 
 // Document limits.
 const (
 	// MaxBodyBytes is the largest document body accepted (256 KiB).
-	MaxBodyBytes = 256 << 10
+	MaxBodyBytes = recallwire.MaxBodyBytes
 	// MaxTitleBytes is the largest title accepted.
 	MaxTitleBytes = 1 << 10
 	// MaxTags is the largest number of tags on one document.
@@ -35,6 +38,9 @@ type Doc struct {
 }
 
 func (d *Doc) check() error {
+	if strings.TrimSpace(d.Body) == "" {
+		return fmt.Errorf("recall: document body is empty: %w", ErrInvalid)
+	}
 	if len(d.Body) > MaxBodyBytes {
 		return fmt.Errorf("recall: document body is %d bytes, over the limit of %d bytes (256 KiB): %w",
 			len(d.Body), MaxBodyBytes, ErrTooLarge)
@@ -99,15 +105,49 @@ func (r *Recall) PutMany(ctx context.Context, ref BucketRef, docs []Doc) ([]Doc,
 			return nil, err
 		}
 	}
+	uniq, uvals := lastOfEachID(out, vals)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := putAll(ctx, r.st, ref, out, vals); err != nil {
-		return nil, err
+	if r.tune.serialStore {
+		if err := putAll(ctx, r.st, ref, uniq, uvals); err != nil {
+			return nil, err
+		}
+		if err := b.indexDocs(uniq); err != nil {
+			b.discard()
+			return nil, err
+		}
+		return out, nil
 	}
-	if err := b.indexDocs(out); err != nil {
+	// The store writes (each waiting for a shared fsync) and the indexing
+	// (CPU) run at once. A search in between may find a document not yet
+	// synced; it reads the hit from the store, which waits for the sync.
+	stored := make(chan error, 1)
+	go func() { stored <- putAll(ctx, r.st, ref, uniq, uvals) }()
+	ierr := b.indexDocs(uniq)
+	if err := errors.Join(<-stored, ierr); err != nil {
+		b.discard() // the index may hold what the store refused: rebuild it
 		return nil, err
 	}
 	return out, nil
+}
+
+// lastOfEachID drops all but the last of documents sharing an ID, which is
+// the one a sequence of Puts would have left.
+func lastOfEachID(docs []Doc, vals [][]byte) ([]Doc, [][]byte) {
+	last := make(map[string]int, len(docs))
+	for i, d := range docs {
+		last[d.ID] = i
+	}
+	if len(last) == len(docs) {
+		return docs, vals
+	}
+	ud, uv := make([]Doc, 0, len(last)), make([][]byte, 0, len(last))
+	for i, d := range docs {
+		if last[d.ID] == i {
+			ud, uv = append(ud, d), append(uv, vals[i])
+		}
+	}
+	return ud, uv
 }
 
 // Get returns the document id of ref; a missing one is the store's NotFound

@@ -29,7 +29,12 @@ func newEnv(tb testing.TB) *env {
 
 func (e *env) open(tb testing.TB) *Recall {
 	tb.Helper()
-	r, err := Open(e.st, e.indexDir, Options{})
+	return e.openWith(tb, Options{})
+}
+
+func (e *env) openWith(tb testing.TB, opts Options) *Recall {
+	tb.Helper()
+	r, err := Open(e.st, e.indexDir, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

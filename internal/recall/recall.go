@@ -24,6 +24,8 @@ type Store interface {
 type Options struct {
 	// Clock stamps Doc.Updated and assigned IDs; nil means time.Now.
 	Clock func() time.Time
+
+	tune tuning // benchmarks only
 }
 
 // Recall serves the recall buckets of all agents: documents in the store,
@@ -32,6 +34,7 @@ type Recall struct {
 	st    Store
 	dir   string
 	clock func() time.Time
+	tune  tuning
 
 	mu      sync.Mutex
 	closed  bool
@@ -51,7 +54,7 @@ func Open(st Store, dir string, opts Options) (*Recall, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Recall{st: st, dir: dir, clock: opts.Clock, buckets: map[BucketRef]*bucketIndex{}}, nil
+	return &Recall{st: st, dir: dir, clock: opts.Clock, tune: opts.tune, buckets: map[BucketRef]*bucketIndex{}}, nil
 }
 
 // bucket returns the open index of ref, opening or rebuilding it first.
@@ -66,7 +69,7 @@ func (r *Recall) bucket(ctx context.Context, ref BucketRef) (*bucketIndex, error
 	}
 	b, ok := r.buckets[ref]
 	if !ok {
-		b = &bucketIndex{ref: ref, dir: r.bucketDir(ref)}
+		b = &bucketIndex{ref: ref, dir: r.bucketDir(ref), tune: r.tune}
 		r.buckets[ref] = b
 	}
 	r.mu.Unlock()

@@ -2,13 +2,13 @@ package recall
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"aicli.dev/aicli/internal/recall/recallwire"
 	"aicli.dev/aicli/internal/textsearch"
 )
 
@@ -18,8 +18,8 @@ type QueryError = textsearch.QueryError
 
 // MaxSearchLimit caps Search's limit; DefaultSearchLimit replaces limit <= 0.
 const (
-	DefaultSearchLimit = 10
-	MaxSearchLimit     = 100
+	DefaultSearchLimit = recallwire.DefaultSearchLimit
+	MaxSearchLimit     = recallwire.MaxSearchLimit
 )
 
 // Hit is one search result, best first.
@@ -39,7 +39,7 @@ type Hit struct {
 // returns up to limit hits, best first. A malformed query is a *QueryError.
 func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int) ([]Hit, error) {
 	if strings.TrimSpace(q) == "" {
-		return nil, errors.New("recall: query is required")
+		return nil, fmt.Errorf("recall: query is required: %w", ErrInvalid)
 	}
 	qsq, err := textsearch.Parse(q)
 	if err != nil {
@@ -49,11 +49,21 @@ func (r *Recall) Search(ctx context.Context, ref BucketRef, q string, limit int)
 		limit = DefaultSearchLimit
 	}
 	limit = min(limit, MaxSearchLimit)
+	if err := ref.validate(); err != nil {
+		return nil, err
+	}
+	if empty, err := r.unopenedAndEmpty(ctx, ref); err != nil || empty {
+		return nil, err // a bucket without documents: no index to create
+	}
 	b, err := r.bucket(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	req := bleve.NewSearchRequestOptions(qsq, limit, 0, false)
+	parsed, err := qsq.Parse()
+	if err != nil {
+		return nil, fmt.Errorf("recall: %w", err) // Validate passed: not expected
+	}
+	req := bleve.NewSearchRequestOptions(expandFields(parsed), limit, 0, false)
 	res, err := b.search(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("recall: search %s: %w", ref, err)
@@ -78,4 +88,20 @@ func (b *bucketIndex) search(ctx context.Context, req *bleve.SearchRequest) (*bl
 		return nil, ErrClosed
 	}
 	return idx.ix.SearchInContext(ctx, req)
+}
+
+// unopenedAndEmpty reports whether ref's index is not open and the store
+// holds no document of it, so a search need not create an index.
+func (r *Recall) unopenedAndEmpty(ctx context.Context, ref BucketRef) (bool, error) {
+	r.mu.Lock()
+	b := r.buckets[ref]
+	r.mu.Unlock()
+	if b != nil && b.idx.Load() != nil {
+		return false, nil
+	}
+	kvs, err := r.st.ScanKV(ctx, kvBucket, ref.prefix(), "", 1)
+	if err != nil {
+		return false, fmt.Errorf("recall: search %s: %w", ref, err)
+	}
+	return len(kvs) == 0, nil
 }

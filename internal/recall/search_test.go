@@ -159,3 +159,25 @@ func TestRebuildCorruptOrUnclean(t *testing.T) {
 		t.Fatalf("after unclean shutdown: %v, want late included", got)
 	}
 }
+
+// Without an _all field, a term without a field must still reach title,
+// tags and body, and a stop word must not empty a conjunction.
+func TestBareTermsSearchEveryField(t *testing.T) {
+	r := newEnv(t).open(t)
+	seed(t, r)
+	for q, want := range map[string][]string{
+		"routine":            {"run"},    // title only
+		"pets":               {"cats"},   // tag only
+		"tomatoes":           {"onecat"}, // body only
+		"+the +database":     {"db"},     // "the" is a stop word
+		`"morning routine"`:  {"run"},    // phrase in the title
+		"+garden -tomatoes":  {},
+		"databases routines": {"db", "run"},
+	} {
+		got := ids(search(t, r, q))
+		slices.Sort(got)
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%q: %v, want %v", q, got, want)
+		}
+	}
+}

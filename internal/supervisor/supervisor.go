@@ -136,6 +136,12 @@ func Run(ctx context.Context, cfg Config) error {
 		Admitters: admission.All(st),
 	})
 
+	recallSvc, err := startRecall(dir, st, api)
+	if err != nil {
+		return err
+	}
+	defer recallSvc.Close()
+
 	rt, dockerClient, err := docker.NewFromEnv(docker.Options{})
 	if err != nil {
 		return err
