@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -75,19 +76,9 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: search: %w", err)
 	}
-	hits := make([]Hit, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		hit, ok, err := x.hit(ctx, h.ID, h.Fields[fieldConv], q.Text)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			hit.Score = h.Score
-			if q.Text == "" {
-				hit.Score = 0
-			}
-			hits = append(hits, hit)
-		}
+	hits, err := x.hits(ctx, res, q.Text)
+	if err != nil {
+		return nil, err
 	}
 	// Equal scores (common for short entries) come newest first, so a
 	// rebuilt index (other internal document order) answers identically.
@@ -100,6 +91,45 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		return cmp.Or(strings.Compare(a.ConversationUID, b.ConversationUID), cmp.Compare(b.Cursor, a.Cursor))
 	})
+	return hits, nil
+}
+
+// hitReaders bounds the concurrent side-table reads of one search's hits.
+const hitReaders = 4
+
+// hits reads the entries of the search's hits from the side table,
+// concurrently (each read is a separate point lookup).
+func (x *Index) hits(ctx context.Context, res *bleve.SearchResult, text string) ([]Hit, error) {
+	out := make([]Hit, len(res.Hits))
+	found := make([]bool, len(res.Hits))
+	errs := make([]error, len(res.Hits))
+	next := make(chan int, len(res.Hits))
+	for i := range res.Hits {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(hitReaders, len(res.Hits)) {
+		wg.Go(func() {
+			for i := range next {
+				h := res.Hits[i]
+				out[i], found[i], errs[i] = x.hit(ctx, h.ID, h.Fields[fieldConv], text)
+				if text != "" {
+					out[i].Score = h.Score
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	hits := out[:0]
+	for i, h := range out {
+		if found[i] { // an entry gone since the search ran is skipped
+			hits = append(hits, h)
+		}
+	}
 	return hits, nil
 }
 
