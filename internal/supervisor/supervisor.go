@@ -27,6 +27,7 @@ import (
 	"aicli.dev/aicli/internal/apischema"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/budget"
+	"aicli.dev/aicli/internal/builtins"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/egress"
 	"aicli.dev/aicli/internal/gateway"
@@ -172,7 +173,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	toolSvc, err := startTools(ctx, cfg, dir, storeclient.New(st), secretStore, ledger, log)
+	transcripts := &transcript.StoreLog{Store: st}
+	historyIndex, err := startHistory(ctx, dir, st, transcripts, api, log)
+	if err != nil {
+		return err
+	}
+	defer historyIndex.Close()
+	// The built-in tools (mail, recall, transcripts) are served beside the granted ones.
+	builtinTools := &builtins.Server{Client: storeclient.New(st), Office: mail.Office, Mailbox: mail.Mailbox,
+		Recall: recallSvc, Transcripts: transcripts, History: historyIndex}
+	toolSvc, err := startTools(ctx, cfg, dir, storeclient.New(st), secretStore, ledger, builtinTools, log)
 	if err != nil {
 		return err
 	}
@@ -187,12 +197,6 @@ func Run(ctx context.Context, cfg Config) error {
 	defer gw.Close()
 	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log, PruneOld: true}
 	attribution := &transcript.Attribution{}
-	transcripts := &transcript.StoreLog{Store: st}
-	historyIndex, err := startHistory(ctx, dir, st, transcripts, api, log)
-	if err != nil {
-		return err
-	}
-	defer historyIndex.Close()
 	pump := &transcript.Pump{Log: transcripts, Attribution: attribution, Logger: log}
 	sessions.OnConnect = func(ctx context.Context, _ types.NamespacedName, uid string, pty ptyapi.PTY) {
 		follower, ok := pty.(ptyapi.TranscriptFollower)

@@ -25,10 +25,11 @@ type toolStack struct {
 	binary string
 }
 
-// startTools opens the capability keyring and starts the call recorder; the
-// recorder charges priced calls to the agent's budget.
+// startTools opens the capability keyring and starts the call recorder (the
+// recorder charges priced calls to the agent's budget); the tool server runs
+// granted backends and the built-ins.
 func startTools(ctx context.Context, cfg Config, dir layout.Dir, c *storeclient.Client, sec secrets.Store,
-	ledger *budget.Ledger, log *slog.Logger) (*toolStack, error) {
+	ledger *budget.Ledger, builtins tools.Builtins, log *slog.Logger) (*toolStack, error) {
 	keys, err := capability.OpenKeyring(dir.CapKeys())
 	if err != nil {
 		return nil, fmt.Errorf("capability keys: %w", err)
@@ -45,7 +46,8 @@ func startTools(ctx context.Context, cfg Config, dir layout.Dir, c *storeclient.
 		}
 	}}
 	rec.Start(ctx)
-	srv, err := tools.New(tools.Options{Authorizer: auth, Recorder: rec, Delegator: authority.Delegator{Authorizer: auth}, Logger: log})
+	srv, err := tools.New(tools.Options{Authorizer: auth, Recorder: rec, Delegator: authority.Delegator{Authorizer: auth},
+		Builtins: builtins, Logger: log})
 	if err != nil {
 		return nil, err
 	}
