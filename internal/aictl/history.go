@@ -45,7 +45,7 @@ func newHistoryCommand(g *globalOptions) *cobra.Command {
 				params.Set("conversation", conversation)
 			}
 			if since != "" {
-				t, err := parseSince(since, time.Now())
+				t, err := historywire.ParseSince(since, time.Now())
 				if err != nil {
 					return err
 				}
@@ -80,21 +80,6 @@ func newHistoryCommand(g *globalOptions) *cobra.Command {
 	f.StringVarP(&output, "output", "o", "", "output format: json or yaml (default: table)")
 	cmd.AddCommand(search)
 	return cmd
-}
-
-// parseSince reads a duration before now ("2h") or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("--since %q: want a positive duration", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q: want a duration (e.g. 2h, 30m) or an RFC 3339 time (e.g. 2026-12-01T10:00:00Z)", s)
-	}
-	return t, nil
 }
 
 // historySnippetRunes caps the SNIPPET column.

@@ -35,9 +35,11 @@ func (c *call) transcriptSearch(ctx context.Context, raw []string) error {
 	if err != nil {
 		return err
 	}
-	since, err := parseSince(a.str("since"), time.Now())
-	if err != nil {
-		return err
+	var since time.Time
+	if v := a.str("since"); v != "" {
+		if since, err = historywire.ParseSince(v, time.Now()); err != nil {
+			return fail(exitUsage, "%v", err)
+		}
 	}
 	all, err := c.grants(ctx)
 	if err != nil {
@@ -74,18 +76,4 @@ func (c *call) transcriptSearch(ctx context.Context, raw []string) error {
 	}
 	c.printf("(read around a hit: transcript-read CONVERSATION --from CURSOR)\n")
 	return nil
-}
-
-// parseSince reads --since: a duration back from now (e.g. 24h) or an RFC 3339 time.
-func parseSince(v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fail(exitUsage, "--since %q: want a duration (24h) or an RFC 3339 time", v)
 }

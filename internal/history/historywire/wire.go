@@ -3,7 +3,10 @@
 // pulling the index into them.
 package historywire
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // SubHistory is the agents subresource serving history search:
 // GET …/namespaces/{ns}/agents/{name}/historysearch?q=&speaker=&since=&conversation=&limit=.
@@ -40,4 +43,20 @@ type Hit struct {
 // newest first otherwise.
 type Page struct {
 	Items []Hit `json:"items"`
+}
+
+// ParseSince reads a --since value: a duration before now ("2h", "30m") or
+// an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("--since %q: want a positive duration", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since %q: want a duration (e.g. 2h, 30m) or an RFC 3339 time (e.g. 2026-12-01T10:00:00Z)", s)
+	}
+	return t, nil
 }
