@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // WriteError writes err as a Kubernetes Status object: an apimachinery
@@ -37,10 +38,27 @@ func toStatus(err error) *metav1.Status {
 	return &s
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON writes v as a JSON body with the status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) { WriteJSON(w, code, v) }
+
+// StatusMessage is a Status error on object name of gr whose message is
+// exactly msg (no "Operation cannot be fulfilled" preamble), so that a client
+// can print it as is.
+func StatusMessage(gr schema.GroupResource, code int32, reason metav1.StatusReason, name, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Code:     code,
+		Reason:   reason,
+		Message:  msg,
+		Details:  &metav1.StatusDetails{Name: name, Group: gr.Group, Kind: gr.Resource},
+	}}
 }
 
 func writeRaw(w http.ResponseWriter, code int, body []byte) {

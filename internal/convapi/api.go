@@ -2,7 +2,6 @@ package convapi
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -141,18 +140,5 @@ func (a *API) resolve(w http.ResponseWriter, r *http.Request, method, plural str
 // is exactly msg (no "Operation cannot be fulfilled" preamble), so that a
 // client can print it as is.
 func conversationError(code int32, reason metav1.StatusReason, name, msg string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Code:     code,
-		Reason:   reason,
-		Message:  msg,
-		Details:  &metav1.StatusDetails{Name: name, Group: conversationsGR.Group, Kind: conversationsGR.Resource},
-	}}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	return apiserver.StatusMessage(conversationsGR, code, reason, name, msg)
 }

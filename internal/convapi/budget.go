@@ -109,7 +109,7 @@ func (a *API) budgetHandler(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, view)
+	apiserver.WriteJSON(w, http.StatusOK, view)
 }
 
 func noBudget(name string) error {

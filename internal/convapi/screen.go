@@ -33,7 +33,7 @@ func (a *API) screen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format != "text" {
-		writeJSON(w, http.StatusOK, scr)
+		apiserver.WriteJSON(w, http.StatusOK, scr)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -55,7 +55,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !deliver {
-		writeJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true, Held: true})
+		apiserver.WriteJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true, Held: true})
 		return
 	}
 	uid := string(t.obj.GetUID())
@@ -67,7 +67,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.awaitBusy(r.Context(), t)
-	writeJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true})
+	apiserver.WriteJSON(w, http.StatusAccepted, wire.SendResponse{Accepted: true})
 }
 
 // busyWait bounds how long an accepted send waits for the conversation's

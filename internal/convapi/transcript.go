@@ -59,7 +59,7 @@ func (a *API) transcript(w http.ResponseWriter, r *http.Request) {
 	} else {
 		page.Items = []transcriptwire.Entry{}
 	}
-	writeJSON(w, http.StatusOK, page)
+	apiserver.WriteJSON(w, http.StatusOK, page)
 }
 
 // followTranscript streams entries as NDJSON until the client goes away or

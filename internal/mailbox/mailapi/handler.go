@@ -79,7 +79,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 	if sent.Replayed {
 		code = http.StatusOK
 	}
-	writeJSON(w, code, mailwire.SendResponse{Seq: sent.Seq, Time: sent.Time, Replayed: sent.Replayed})
+	apiserver.WriteJSON(w, code, mailwire.SendResponse{Seq: sent.Seq, Time: sent.Time, Replayed: sent.Replayed})
 }
 
 // sendError maps a refused send to its status; the message says what is
@@ -173,7 +173,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, p apiserver.PathP
 		apiserver.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	apiserver.WriteJSON(w, http.StatusOK, out)
 }
 
 func (h *handler) ack(w http.ResponseWriter, r *http.Request, p apiserver.PathParts) {
@@ -199,7 +199,7 @@ func (h *handler) ack(w http.ResponseWriter, r *http.Request, p apiserver.PathPa
 		apiserver.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, mailwire.AckResponse{Agent: p.Name, ReadCursor: cur, Unread: unread})
+	apiserver.WriteJSON(w, http.StatusOK, mailwire.AckResponse{Agent: p.Name, ReadCursor: cur, Unread: unread})
 }
 
 // exists answers 404 for an inbox of an agent that does not exist.
@@ -215,18 +215,5 @@ func (h *handler) exists(r *http.Request, p apiserver.PathParts) error {
 }
 
 func mailError(code int32, reason metav1.StatusReason, name, msg string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Code:     code,
-		Reason:   reason,
-		Message:  msg,
-		Details:  &metav1.StatusDetails{Name: name, Group: agentsGR.Group, Kind: agentsGR.Resource},
-	}}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	return apiserver.StatusMessage(agentsGR, code, reason, name, msg)
 }

@@ -272,9 +272,8 @@ func wireDoc(d recall.Doc, body bool) recallwire.Document {
 	return w
 }
 
+// writeJSON answers v; its nil error lets a handler end with it.
 func writeJSON(w http.ResponseWriter, code int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	apiserver.WriteJSON(w, code, v)
 	return nil
 }

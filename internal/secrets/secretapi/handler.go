@@ -1,7 +1,6 @@
 package secretapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +55,7 @@ func (h *handler) collection(w http.ResponseWriter, r *http.Request) {
 	for _, i := range infos {
 		list.Items = append(list.Items, describe(i))
 	}
-	writeJSON(w, http.StatusOK, list)
+	apiserver.WriteJSON(w, http.StatusOK, list)
 }
 
 // item is PUT (set) and DELETE on …/secrets/{name}; a value is never read back.
@@ -101,7 +100,7 @@ func (h *handler) set(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(statErr, secrets.ErrNotFound) {
 		code = http.StatusCreated
 	}
-	writeJSON(w, code, describe(info))
+	apiserver.WriteJSON(w, code, describe(info))
 }
 
 func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +113,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, storeError(err, name))
 		return
 	}
-	writeJSON(w, http.StatusOK, metav1.Status{
+	apiserver.WriteJSON(w, http.StatusOK, metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: name, Group: secretsGR.Group, Kind: secretsGR.Resource},
@@ -135,10 +134,4 @@ func storeError(err error, name string) error {
 
 func describe(i secrets.Info) secretwire.Secret {
 	return secretwire.Secret{Name: i.Name, Size: i.Size, Modified: metav1.NewTime(i.Modified)}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
