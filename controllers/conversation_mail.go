@@ -129,7 +129,7 @@ func (r *ConversationReconciler) notifyMail(ctx context.Context, s *convScope, u
 		s.set(v1alpha1.ConditionMailDelivered, metav1.ConditionTrue, v1alpha1.ReasonMailNotified,
 			fmt.Sprintf("%d unread message(s); the agent was told to read them with mail-inbox", unread))
 	}
-	seen, _ := r.notified.get(uid)
+	seen := r.notified.get(uid)
 	fresh, err := r.Mail.Inbox(ctx, ns, agent, mailbox.InboxOptions{UnreadOnly: true, After: seen, Limit: 1})
 	if err != nil {
 		return transient(v1alpha1.ReasonRetrying, fmt.Errorf("reading the agent's inbox: %w", err))
@@ -253,14 +253,11 @@ type notifiedMail struct {
 	seq map[string]uint64
 }
 
-func (n *notifiedMail) get(uid string) (uint64, bool) {
+func (n *notifiedMail) get(uid string) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	v, ok := n.seq[uid]
-	return v, ok
+	return n.seq[uid]
 }
-
-func (n *notifiedMail) has(uid string) bool { _, ok := n.get(uid); return ok }
 
 func (n *notifiedMail) set(uid string, seq uint64) {
 	n.mu.Lock()

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/mailbox"
 	"aicli.dev/aicli/internal/mailbox/mailwire"
 )
 
@@ -86,14 +85,14 @@ func newMailSendCommand(g *globalOptions) *cobra.Command {
 // readMailBody reads a body from r without its trailing line break, refusing
 // more than a message may hold before sending anything.
 func readMailBody(r io.Reader) (string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, mailbox.MaxBodyBytes+3))
+	data, err := io.ReadAll(io.LimitReader(r, mailwire.MaxBodyBytes+3))
 	if err != nil {
 		return "", err
 	}
 	body := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
-	if len(body) > mailbox.MaxBodyBytes {
+	if len(body) > mailwire.MaxBodyBytes {
 		return "", fmt.Errorf("the body read from standard input exceeds %d bytes (64 KiB), the limit of one message; nothing was sent",
-			mailbox.MaxBodyBytes)
+			mailwire.MaxBodyBytes)
 	}
 	return body, nil
 }

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"aicli.dev/aicli/internal/mailbox/mailwire"
 )
 
 // Limits of a message.
 const (
 	// MaxBodyBytes is the largest message body accepted (64 KiB).
-	MaxBodyBytes = 64 << 10
+	MaxBodyBytes = mailwire.MaxBodyBytes
 	// MaxContextBytes is the largest conversation context accepted.
 	MaxContextBytes = 1 << 10
 	// MaxIdempotencyKeyBytes is the largest idempotency key accepted.

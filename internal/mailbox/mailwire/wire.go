@@ -16,6 +16,9 @@ const (
 )
 
 // Paging of GET …/inbox.
+// MaxBodyBytes is the largest mail body the supervisor accepts (64 KiB).
+const MaxBodyBytes = 64 << 10
+
 const (
 	// DefaultLimit is the page size when limit is not given.
 	DefaultLimit = 100
