@@ -8,6 +8,15 @@ import (
 // +kubebuilder:validation:Enum=Substring;Word
 type MatchMode string
 
+// Match modes.
+const (
+	// MatchSubstring matches the keyword anywhere, also inside a longer word.
+	MatchSubstring MatchMode = "Substring"
+	// MatchWord matches only whole words (regexp \b semantics: at each end a
+	// text edge or a non-alphanumeric character).
+	MatchWord MatchMode = "Word"
+)
+
 // Keyword is one trigger keyword.
 type Keyword struct {
 	// text is the keyword.
@@ -32,15 +41,39 @@ type TriggerSpec struct {
 	// +optional
 	CaseSensitive bool `json:"caseSensitive,omitempty"`
 	// speakers limits matching to transcript events of these speakers
-	// (human, agent, tool, or injected:<monitor>); empty means all.
+	// (human, agent, tool, injected:<monitor> or mail:<agent>); empty means all.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^(human|agent|tool|injected:[a-z0-9]([-a-z0-9]*[a-z0-9])?|mail:[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
 	Speakers []string `json:"speakers,omitempty"`
 }
 
 // MonitorMode is WatchOnly (analyse and alert) or Advise (may inject).
 // +kubebuilder:validation:Enum=WatchOnly;Advise
 type MonitorMode string
+
+// Monitor modes.
+const (
+	MonitorWatchOnly MonitorMode = "WatchOnly"
+	MonitorAdvise    MonitorMode = "Advise"
+)
+
+// RateBackstop trips the breaker when the monitor wakes too often, human or not.
+type RateBackstop struct {
+	// wakes is the most wakes allowed within the window.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +kubebuilder:default=20
+	Wakes int32 `json:"wakes,omitempty"`
+	// windowMinutes is the sliding window's length.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1440
+	// +kubebuilder:default=60
+	WindowMinutes int32 `json:"windowMinutes,omitempty"`
+}
 
 // BreakerSpec configures the monitor's trip-open circuit breaker.
 type BreakerSpec struct {
@@ -51,12 +84,53 @@ type BreakerSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	// +kubebuilder:default=5
 	MaxConsecutiveHumanless int32 `json:"maxConsecutiveHumanless,omitempty"`
-	// maxInjectionsPerHour is the rate backstop.
+	// rateBackstop trips the breaker at too many wakes in a window.
 	// +optional
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=10000
-	// +kubebuilder:default=20
-	MaxInjectionsPerHour int32 `json:"maxInjectionsPerHour,omitempty"`
+	// +kubebuilder:default={}
+	RateBackstop RateBackstop `json:"rateBackstop,omitempty"`
+}
+
+// RemoteSupervisor is another supervisor, reached through its public API.
+type RemoteSupervisor struct {
+	// address is the supervisor's API URL (https://host:port).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Address string `json:"address"`
+	// tokenSecret names the supervisor-held Secret (this namespace) holding a
+	// bearer token of the remote supervisor, bound to the target's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	TokenSecret string `json:"tokenSecret"`
+	// namespace is the target's namespace on the remote supervisor (default:
+	// this attachment's namespace).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// caSecret names a Secret holding the remote API's CA certificate (PEM),
+	// when it is not trusted by the system.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CASecret string `json:"caSecret,omitempty"`
+}
+
+// MonitorTarget is the watched agent, or one of its conversations, on this
+// supervisor or another one.
+type MonitorTarget struct {
+	// agent names the target agent.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Agent string `json:"agent"`
+	// conversation narrows the target to one conversation.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Conversation string `json:"conversation,omitempty"`
+	// supervisor, when set, is the remote supervisor homing the target.
+	// +optional
+	Supervisor *RemoteSupervisor `json:"supervisor,omitempty"`
 }
 
 // MonitorAttachmentSpec attaches a monitor agent to a target.
@@ -67,9 +141,10 @@ type MonitorAttachmentSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Monitor string `json:"monitor"`
-	// target is the watched agent, or one of its conversations.
+	// target is the watched agent, or one of its conversations, possibly on
+	// another supervisor.
 	// +required
-	Target TargetRef `json:"target"`
+	Target MonitorTarget `json:"target"`
 	// trigger says when the monitor wakes.
 	// +required
 	Trigger TriggerSpec `json:"trigger"`
@@ -94,15 +169,44 @@ type MonitorAttachmentStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// consecutiveHumanless counts wake→inject cycles since the last human turn.
+	// consecutiveHumanless counts wake→inject cycles since the last human
+	// message in a target conversation.
 	// +optional
 	ConsecutiveHumanless int32 `json:"consecutiveHumanless,omitempty"`
-	// lastWakeTime is when the monitor last woke.
+	// wakes counts the wakes within the rate backstop's window.
 	// +optional
-	LastWakeTime *metav1.Time `json:"lastWakeTime,omitempty"`
-	// monitorConversation names the monitor's conversation.
+	Wakes int32 `json:"wakes,omitempty"`
+	// lastWake is when the monitor last woke.
 	// +optional
-	MonitorConversation string `json:"monitorConversation,omitempty"`
+	LastWake *metav1.Time `json:"lastWake,omitempty"`
+	// trippedAt is when the breaker tripped; it stays open until a human
+	// re-arms it (aictl monitor rearm).
+	// +optional
+	TrippedAt *metav1.Time `json:"trippedAt,omitempty"`
+	// trippedReason says why it tripped.
+	// +optional
+	TrippedReason string `json:"trippedReason,omitempty"`
+	// conversations are the watched target conversations, each with its
+	// monitor conversation and how far its transcript was evaluated.
+	// +optional
+	// +listType=map
+	// +listMapKey=target
+	Conversations []MonitoredConversation `json:"conversations,omitempty"`
+}
+
+// MonitoredConversation is one target conversation the monitor watches.
+type MonitoredConversation struct {
+	// target names the target conversation.
+	Target string `json:"target"`
+	// monitor names the monitor's conversation for it (once it woke).
+	// +optional
+	Monitor string `json:"monitor,omitempty"`
+	// cursor is the last transcript cursor evaluated.
+	// +optional
+	Cursor int64 `json:"cursor,omitempty"`
+	// lastWake is when this target last woke the monitor.
+	// +optional
+	LastWake *metav1.Time `json:"lastWake,omitempty"`
 }
 
 // MonitorAttachment makes one agent watch another's transcripts for keywords
@@ -115,6 +219,7 @@ type MonitorAttachmentStatus struct {
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.agent`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Breaker",type=string,JSONPath=`.status.conditions[?(@.type=="BreakerClosed")].status`
+// +kubebuilder:printcolumn:name="Humanless",type=integer,JSONPath=`.status.consecutiveHumanless`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MonitorAttachment struct {
