@@ -59,6 +59,12 @@ const (
 	ReasonPeerNotFound = "PeerNotFound"
 	// ReasonTargetNotFound: a monitor's target does not exist.
 	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonHumanlessCycles: a monitor's breaker tripped at maxConsecutiveHumanless wake→inject cycles.
+	ReasonHumanlessCycles = "HumanlessCycles"
+	// ReasonWakeRate: a monitor's breaker tripped at its rate backstop.
+	ReasonWakeRate = "WakeRate"
+	// ReasonRearmed: a human re-armed the monitor's breaker.
+	ReasonRearmed = "Rearmed"
 	// ReasonHomeUnavailable: the agent's durable home or workspace cannot be created.
 	ReasonHomeUnavailable = "HomeUnavailable"
 	// ReasonDependencyNotReady: something the object needs is not ready.

@@ -176,6 +176,11 @@ type MonitorAttachmentStatus struct {
 	// wakes counts the wakes within the rate backstop's window.
 	// +optional
 	Wakes int32 `json:"wakes,omitempty"`
+	// recentWakes are the times of the wakes within the window (at most the
+	// backstop's wakes): the sliding window survives restarts.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10000
+	RecentWakes []metav1.Time `json:"recentWakes,omitempty"`
 	// lastWake is when the monitor last woke.
 	// +optional
 	LastWake *metav1.Time `json:"lastWake,omitempty"`

@@ -728,6 +728,13 @@ func (in *MonitorAttachmentStatus) DeepCopyInto(out *MonitorAttachmentStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.RecentWakes != nil {
+		in, out := &in.RecentWakes, &out.RecentWakes
+		*out = make([]v1.Time, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.LastWake != nil {
 		in, out := &in.LastWake, &out.LastWake
 		*out = (*in).DeepCopy()
