@@ -1,6 +1,7 @@
 package match
 
 import (
+	"slices"
 	"sort"
 	"unicode"
 	"unicode/utf8"
@@ -50,7 +51,7 @@ func (f *folded) fold(s string) {
 		}
 		if j > i {
 			n := len(buf)
-			buf = buf[:n+j-i]
+			buf = slices.Grow(buf, j-i)[:n+j-i] // lowering may have grown the text (Ⱥ → ⱥ)
 			dst := buf[n:]
 			for k, c := range []byte(s[i:j]) {
 				dst[k] = lowerASCII[c]

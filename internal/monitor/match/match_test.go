@@ -51,11 +51,11 @@ func TestWordAndSubstring(t *testing.T) {
 		{"a-panic-b", true, true},
 		{"panicked", false, true},
 		{"antipanic", false, true},
-		{"panic2", false, true},   // a digit is alphanumeric
-		{"épanic", false, true},   // so is a non-ASCII letter
-		{"panicé", false, true},   //
-		{"١panic", false, true},   // and a non-ASCII digit
-		{"→panic←", true, true},   // a symbol is not
+		{"panic2", false, true}, // a digit is alphanumeric
+		{"épanic", false, true}, // so is a non-ASCII letter
+		{"panicé", false, true}, //
+		{"١panic", false, true}, // and a non-ASCII digit
+		{"→panic←", true, true}, // a symbol is not
 		{"\xffpanic\xfe", true, true},
 		{"pani c", false, false},
 	} {
