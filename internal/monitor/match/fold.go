@@ -1,10 +1,11 @@
 package match
 
 import (
-	"slices"
+	"encoding/binary"
 	"sort"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // lowerASCII maps each byte to its ASCII lower case; bytes ≥ 0x80 map to
@@ -18,6 +19,22 @@ var lowerASCII = func() (t [256]byte) {
 	}
 	return t
 }()
+
+const (
+	hiBits  = 0x8080808080808080
+	ones    = 0x0101010101010101
+)
+
+// lowerSWAR lowers the ASCII letters of eight ASCII bytes at once: a byte is
+// upper case when adding 0x80-'A' carries into its high bit and adding
+// 0x7f-'Z' does not; no byte's sum carries into the next one because every
+// byte is < 0x80.
+func lowerSWAR(x uint64) uint64 {
+	geA := x + ones*(0x80-'A')
+	gtZ := x + ones*(0x7f-'Z')
+	upper := geA &^ gtZ & hiBits
+	return x | upper>>2
+}
 
 // shift says that from folded offset at on, original = folded + delta.
 type shift struct {
@@ -44,22 +61,23 @@ func (f *folded) fold(s string) {
 	delta := 0
 	i := 0
 	for i < len(s) {
-		// ASCII run: one table lookup per byte, written in place.
+		// ASCII run: eight bytes at a time, then byte by byte.
 		j := i
-		for j < len(s) && s[j] < utf8.RuneSelf {
-			j++
-		}
-		if j > i {
-			n := len(buf)
-			buf = slices.Grow(buf, j-i)[:n+j-i] // lowering may have grown the text (Ⱥ → ⱥ)
-			dst := buf[n:]
-			for k, c := range []byte(s[i:j]) {
-				dst[k] = lowerASCII[c]
-			}
-			i = j
-			if i == len(s) {
+		for j+8 <= len(s) {
+			x := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[j:]), 8))
+			if x&hiBits != 0 {
 				break
 			}
+			buf = binary.LittleEndian.AppendUint64(buf, lowerSWAR(x))
+			j += 8
+		}
+		for j < len(s) && s[j] < utf8.RuneSelf {
+			buf = append(buf, lowerASCII[s[j]])
+			j++
+		}
+		i = j
+		if i == len(s) {
+			break
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 {
