@@ -21,8 +21,8 @@ var lowerASCII = func() (t [256]byte) {
 }()
 
 const (
-	hiBits  = 0x8080808080808080
-	ones    = 0x0101010101010101
+	hiBits = 0x8080808080808080
+	ones   = 0x0101010101010101
 )
 
 // lowerSWAR lowers the ASCII letters of eight ASCII bytes at once: a byte is
