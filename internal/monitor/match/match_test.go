@@ -1,8 +1,10 @@
 package match
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"aicli.dev/aicli/apis/v1alpha1"
@@ -104,12 +106,12 @@ func TestCaseFlag(t *testing.T) {
 func TestOverlappingKeywords(t *testing.T) {
 	m := mustCompile(t, trigger(false, sub("deadlock"), sub("dead"), sub("lock"), word("ad")))
 	text := "a deadlock; dead ad"
+	// Sorted by Start then End: dead (2:6) precedes deadlock (2:10); "ad"
+	// inside "dead" is not a word.
 	want := []string{
-		"deadlock@2:10=deadlock", "dead@2:6=dead", "lock@6:10=lock",
+		"dead@2:6=dead", "deadlock@2:10=deadlock", "lock@6:10=lock",
 		"dead@12:16=dead", "ad@17:19=ad",
 	}
-	// Sorted by Start then End: dead (2:6) precedes deadlock (2:10).
-	want[0], want[1] = want[1], want[0]
 	if got := spans(text, m.Match(text)); !slices.Equal(got, want) {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}
@@ -256,5 +258,32 @@ func TestExcerpt(t *testing.T) {
 	// A hit past the end is clamped.
 	if got := Excerpt("abc", Hit{Start: 5, End: 9}, 1); got != "…c" {
 		t.Errorf("clamped: %q", got)
+	}
+}
+
+func TestMatchConcurrently(t *testing.T) {
+	m := mustCompile(t, trigger(false, sub("panic"), word("ẞ")))
+	texts := []string{"PANIC ẞ", "İİİ panic", strings.Repeat("x", 1000) + "Panic"}
+	want := make([][]Hit, len(texts))
+	for i, s := range texts {
+		want[i] = m.Match(s)
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for i := range 200 {
+				k := (g + i) % len(texts)
+				if got := m.Match(texts[k]); !slices.Equal(got, want[k]) {
+					err = fmt.Errorf("%q: %v, want %v", texts[k], got, want[k])
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }
