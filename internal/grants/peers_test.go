@@ -82,7 +82,7 @@ func TestMaySendReceiveFromAndNamespace(t *testing.T) {
 func TestBuiltinsFollowPeersAndGrants(t *testing.T) {
 	names := func(a v1alpha1.Agent, gs ...v1alpha1.Grant) []string {
 		var out []string
-		for _, t := range Builtins(&a, gs) {
+		for _, t := range Builtins(&a, gs, nil) {
 			out = append(out, t.Name)
 		}
 		return out
@@ -111,13 +111,13 @@ func TestBuiltinsFollowPeersAndGrants(t *testing.T) {
 		agent, conv string
 		ok          bool
 	}{{"x", "any", true}, {"y", "c1", true}, {"z", "c1", false}} {
-		if got := MayObserve("x", []v1alpha1.Grant{rw}, tc.agent, tc.conv); got != tc.ok {
+		if got := MayObserve("x", []v1alpha1.Grant{rw}, nil, tc.agent, tc.conv); got != tc.ok {
 			t.Errorf("observe %s/%s = %v", tc.agent, tc.conv, got)
 		}
 	}
 	one := grant("one", "x", 0)
 	one.Spec.Observe = []v1alpha1.TargetRef{{Agent: "y", Conversation: "c1"}}
-	if MayObserve("x", []v1alpha1.Grant{one}, "y", "c2") || !MayObserve("x", []v1alpha1.Grant{one}, "y", "c1") {
+	if MayObserve("x", []v1alpha1.Grant{one}, nil, "y", "c2") || !MayObserve("x", []v1alpha1.Grant{one}, nil, "y", "c1") {
 		t.Error("a conversation target covers only that conversation")
 	}
 	for _, b := range BuiltinNames {
