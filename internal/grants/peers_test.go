@@ -126,3 +126,36 @@ func TestBuiltinsFollowPeersAndGrants(t *testing.T) {
 		}
 	}
 }
+
+func TestMonitorAttachmentsMountAdviseAndObserve(t *testing.T) {
+	att := func(mode v1alpha1.MonitorMode, conv string) v1alpha1.MonitorAttachment {
+		return v1alpha1.MonitorAttachment{Spec: v1alpha1.MonitorAttachmentSpec{Monitor: "m",
+			Target: v1alpha1.MonitorTarget{Agent: "w", Conversation: conv}, Mode: mode}}
+	}
+	names := func(atts ...v1alpha1.MonitorAttachment) []string {
+		var out []string
+		a := agent("m", nil, nil)
+		for _, t := range Builtins(&a, nil, atts) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(att(v1alpha1.MonitorAdvise, "")); !reflect.DeepEqual(got, []string{"advise", "transcript-read", "transcript-search"}) {
+		t.Fatalf("advise mode: %v", got)
+	}
+	if got := names(att("", "")); !reflect.DeepEqual(got, []string{"advise", "transcript-read", "transcript-search"}) {
+		t.Fatalf("default mode: %v", got)
+	}
+	if got := names(att(v1alpha1.MonitorWatchOnly, "")); !reflect.DeepEqual(got, []string{"transcript-read", "transcript-search"}) {
+		t.Fatalf("watch-only (may-inject withheld): %v", got)
+	}
+	remote := att(v1alpha1.MonitorAdvise, "")
+	remote.Spec.Target.Supervisor = &v1alpha1.RemoteSupervisor{Address: "https://x", TokenSecret: "t"}
+	if got := names(remote); got != nil {
+		t.Fatalf("remote target: %v", got)
+	}
+	one := []v1alpha1.MonitorAttachment{att(v1alpha1.MonitorWatchOnly, "c1")}
+	if !MayObserve("m", nil, one, "w", "c1") || MayObserve("m", nil, one, "w", "c2") || MayObserve("other", nil, one, "w", "c1") {
+		t.Fatal("may-observe of a conversation-scoped attachment")
+	}
+}
