@@ -398,8 +398,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // TriggerMessage is the structured message that wakes the monitor: the
-// target conversation, the matched keywords, the excerpts with speaker and
-// cursor, and how to read more and to advise.
+// target conversation, the matched keywords, how to read more and to advise,
+// and last the excerpts with speaker and cursor.
 func TriggerMessage(a *v1alpha1.MonitorAttachment, p *pendingWake, covered int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Monitor trigger: attachment %q]\n", a.Name)
@@ -410,14 +410,15 @@ func TriggerMessage(a *v1alpha1.MonitorAttachment, p *pendingWake, covered int64
 		fmt.Fprintf(&b, "; %d excerpts shown", len(p.excerpts))
 	}
 	b.WriteString("\n")
-	for _, e := range p.excerpts {
-		fmt.Fprintf(&b, "#%d %s: %s\n", e.cursor, e.speaker, strings.ReplaceAll(strings.TrimRight(e.text, "\n"), "\n", "\n    "))
-	}
 	fmt.Fprintf(&b, "Read more: transcript-read %s --from %d\n", p.target, max(p.firstCursor-10, 1))
 	if a.Spec.Mode == v1alpha1.MonitorWatchOnly {
-		b.WriteString("This attachment is watch-only: analyse, do not advise.")
+		b.WriteString("This attachment is watch-only: analyse, do not advise.\n")
 	} else {
-		fmt.Fprintf(&b, "Advise with: advise TEXT (delivered into %s as monitor advice). Staying silent is fine.", p.target)
+		fmt.Fprintf(&b, "Advise with: advise TEXT (delivered into %s as monitor advice). Staying silent is fine.\n", p.target)
+	}
+	b.WriteString("Excerpts:")
+	for _, e := range p.excerpts {
+		fmt.Fprintf(&b, "\n#%d %s: %s", e.cursor, e.speaker, strings.ReplaceAll(strings.TrimRight(e.text, "\n"), "\n", "\n    "))
 	}
 	return b.String()
 }
