@@ -68,7 +68,7 @@ func (g *fakeGuests) messages(uid string) []string {
 }
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	st      *store.Store
 	c       *storeclient.Client
 	log     *transcript.StoreLog
@@ -79,7 +79,7 @@ type env struct {
 	svc     *Service
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -88,6 +88,11 @@ func ctxT(t *testing.T) context.Context {
 // newEnv is agents watcher (the monitor) and worker with conversation w1,
 // and attachment m (watcher watches worker) whose trigger is keywords.
 func newEnv(t *testing.T, mode v1alpha1.MonitorMode, keywords ...v1alpha1.Keyword) *env {
+	t.Helper()
+	return newEnvTB(t, mode, keywords...)
+}
+
+func newEnvTB(t testing.TB, mode v1alpha1.MonitorMode, keywords ...v1alpha1.Keyword) *env {
 	t.Helper()
 	st := storetest.Open(t, store.Options{})
 	e := &env{t: t, st: st, c: storeclient.New(st), log: &transcript.StoreLog{Store: st}, guests: newFakeGuests(),

@@ -2,18 +2,23 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/monitor/breaker"
+	"aicli.dev/aicli/internal/store"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
@@ -302,48 +307,126 @@ func conversationName(agent string) string {
 
 // waitIdle waits until the conversation is live with its CLI IDLE.
 func (s *Service) waitIdle(ctx context.Context, ns, name string) (ptyapi.PTY, error) {
-	for {
-		c := &v1alpha1.Conversation{}
-		if err := s.Client.Get(ctx, ns, name, c); err != nil {
-			return nil, err
-		}
+	var pty ptyapi.PTY
+	err := s.waitConversation(ctx, ns, name, 0, func(c *v1alpha1.Conversation) (bool, error) {
 		if c.Spec.DesiredState != v1alpha1.ConversationActive {
-			return nil, fmt.Errorf("monitor conversation %s is %s", name, c.Spec.DesiredState)
+			return false, fmt.Errorf("monitor conversation %s is %s", name, c.Spec.DesiredState)
 		}
-		if c.Status.Execution == v1alpha1.ExecutionStatus(ptyapi.StatusIdle) {
-			if pty, ok := s.Guests.PTY(string(c.UID)); ok {
-				return pty, nil
+		if c.Status.Execution != v1alpha1.ExecutionStatus(ptyapi.StatusIdle) {
+			return false, nil
+		}
+		p, ok := s.Guests.PTY(string(c.UID))
+		pty = p
+		return ok, nil
+	})
+	return pty, err
+}
+
+// awaitTurn waits for the monitor's turn to end: BUSY (seen within
+// busyWait, or the turn ended at once), then IDLE again, or the conversation
+// stops.
+func (s *Service) awaitTurn(ctx context.Context, ns, name string) error {
+	busySeen := false
+	err := s.waitConversation(ctx, ns, name, busyWait, func(c *v1alpha1.Conversation) (bool, error) {
+		_, live := s.Guests.PTY(string(c.UID))
+		if c.Spec.DesiredState != v1alpha1.ConversationActive || !live {
+			return true, nil
+		}
+		if c.Status.Execution != v1alpha1.ExecutionStatus(ptyapi.StatusIdle) {
+			busySeen = true
+			return false, nil
+		}
+		return busySeen, nil
+	})
+	if errors.Is(err, errNoChange) {
+		if busySeen {
+			return s.awaitTurnIdle(ctx, ns, name)
+		}
+		return nil // no BUSY within busyWait: the turn ended at once
+	}
+	return err
+}
+
+// awaitTurnIdle waits, without a bound, until a BUSY conversation is IDLE or stops.
+func (s *Service) awaitTurnIdle(ctx context.Context, ns, name string) error {
+	return s.waitConversation(ctx, ns, name, 0, func(c *v1alpha1.Conversation) (bool, error) {
+		_, live := s.Guests.PTY(string(c.UID))
+		return c.Spec.DesiredState != v1alpha1.ConversationActive || !live ||
+			c.Status.Execution == v1alpha1.ExecutionStatus(ptyapi.StatusIdle), nil
+	})
+}
+
+var errNoChange = errors.New("no change within the bound")
+
+// waitConversation calls cond on the conversation now and on every later
+// version of it (the store's watch when there is one, so no short-lived
+// state is missed; also every Poll) until it returns true or an error. With
+// bound > 0 it gives up after bound with errNoChange.
+func (s *Service) waitConversation(ctx context.Context, ns, name string, bound time.Duration,
+	cond func(*v1alpha1.Conversation) (bool, error)) error {
+	if bound > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	c := &v1alpha1.Conversation{}
+	if err := s.Client.Get(ctx, ns, name, c); err != nil {
+		return boundErr(ctx, bound, err)
+	}
+	if ok, err := cond(c); ok || err != nil {
+		return err
+	}
+	var events <-chan watch.Event
+	if s.Watch != nil {
+		w, err := s.Watch.Watch(ctx, "conversations", ns, store.WatchOptions{ResourceVersion: c.ResourceVersion})
+		if err == nil {
+			defer w.Stop()
+			events = w.ResultChan()
+		}
+	}
+	tick := time.NewTicker(s.poll())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return boundErr(ctx, bound, ctx.Err())
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
 			}
-		}
-		if err := sleep(ctx, s.poll()); err != nil {
-			return nil, err
+			u, isObj := ev.Object.(*unstructured.Unstructured)
+			if !isObj || u.GetName() != name || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				return fmt.Errorf("conversation %s was deleted", name)
+			}
+			c := &v1alpha1.Conversation{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
+				continue
+			}
+			if ok, err := cond(c); ok || err != nil {
+				return err
+			}
+		case <-tick.C:
+			c := &v1alpha1.Conversation{}
+			if err := s.Client.Get(ctx, ns, name, c); err != nil {
+				return boundErr(ctx, bound, err)
+			}
+			if ok, err := cond(c); ok || err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// awaitTurn waits for the monitor's turn to end: BUSY (at most busyWait),
-// then IDLE again, or the conversation stops.
-func (s *Service) awaitTurn(ctx context.Context, ns, name string) error {
-	busySeen, start := false, time.Now()
-	for {
-		c := &v1alpha1.Conversation{}
-		if err := s.Client.Get(ctx, ns, name, c); err != nil {
-			return err
-		}
-		idle := c.Status.Execution == v1alpha1.ExecutionStatus(ptyapi.StatusIdle)
-		_, live := s.Guests.PTY(string(c.UID))
-		switch {
-		case c.Spec.DesiredState != v1alpha1.ConversationActive || !live:
-			return nil
-		case !idle:
-			busySeen = true
-		case busySeen || time.Since(start) > busyWait:
-			return nil
-		}
-		if err := sleep(ctx, s.poll()); err != nil {
-			return err
-		}
+// boundErr turns the bound's expiry into errNoChange.
+func boundErr(ctx context.Context, bound time.Duration, err error) error {
+	if bound > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errNoChange
 	}
+	return err
 }
 
 // trip pauses both conversations of a tripped attachment (left intact as
