@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e.svc = &Service{Client: e.c, Watch: e.st, Transcripts: e.log, Guests: e.guests, Attribution: e.attrib}
+	e.svc = &Service{Client: e.c, Watch: e.st, Transcripts: e.log, Guests: e.guests, Attribution: e.attrib, Logger: slog.New(slog.DiscardHandler)}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.svc.Run(ctx) }()
 	defer func() { cancel(); <-done }()

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -158,7 +159,7 @@ func (e *env) runConversations(ctx context.Context) {
 func (e *env) start() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e.svc = &Service{Client: e.c, Watch: e.st, Transcripts: e.log, Guests: e.guests, Attribution: e.attrib,
+	e.svc = &Service{Client: e.c, Watch: e.st, Transcripts: e.log, Guests: e.guests, Attribution: e.attrib, Logger: slog.New(slog.DiscardHandler),
 		FlushInterval: 20 * time.Millisecond, Resync: 100 * time.Millisecond, Poll: 5 * time.Millisecond}
 	e.running, e.done = cancel, make(chan struct{})
 	go func() {
