@@ -167,6 +167,12 @@ func (e *env) start() {
 		_ = e.svc.Run(ctx)
 	}()
 	e.t.Cleanup(e.stop)
+	// The follow of w1 started (it read where "now" is).
+	e.eventually("following w1", func() bool {
+		e.svc.mu.Lock()
+		defer e.svc.mu.Unlock()
+		return len(e.svc.follows) == 1
+	})
 }
 
 func (e *env) stop() {
@@ -462,5 +468,19 @@ func TestAdviseRefusedWhenWatchOnlyOrTargetNotLive(t *testing.T) {
 	refusal(t, err, `target conversation "w1" is not live`)
 	if n := len(e.guests.messages(e.uid("w1"))); n != 0 {
 		t.Fatalf("%d messages injected", n)
+	}
+}
+
+func TestARunningConversationIsWatchedFromTheAttachmentOn(t *testing.T) {
+	e := newEnv(t, v1alpha1.MonitorAdvise, substring("panic"))
+	// Entries from before the attachment existed (w1 was created first).
+	e.append(transcriptwire.SpeakerAgent, "old panic", "older panic")
+	e.start()
+	e.eventually("the starting cursor written", func() bool { return e.cursor() == 2 })
+	e.never("a wake on history", func() bool { return len(e.wakes()) > 0 })
+	e.append(transcriptwire.SpeakerAgent, "new panic")
+	e.eventually("a wake on the new entry", func() bool { return len(e.wakes()) == 1 })
+	if w := e.wakes()[0]; !strings.Contains(w, "#3 agent: new panic") || strings.Contains(w, "old panic") {
+		t.Fatalf("wake: %s", w)
 	}
 }

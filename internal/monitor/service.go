@@ -26,6 +26,8 @@ import (
 // Transcripts follows committed transcripts (transcript.StoreLog).
 type Transcripts interface {
 	Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error)
+	// Last is the cursor of the last committed entry (0: none).
+	Last(ctx context.Context, uid string) (int64, error)
 }
 
 // Guests reaches live conversations' guests (liveguest.Registry).
@@ -245,7 +247,10 @@ func (s *Service) sync(ctx context.Context) {
 			}
 			key := string(a.UID) + "/" + string(conv.UID)
 			uid, target, from := string(conv.UID), mc.Target, mc.Cursor
-			want[key] = func() { s.startFollow(key, st, target, uid, from) }
+			// A conversation already running when the attachment was made is
+			// watched from then on, not from its beginning.
+			fromNow := from == 0 && mc.LastWake == nil && !conv.CreationTimestamp.After(a.CreationTimestamp.Time)
+			want[key] = func() { s.startFollow(ctx, key, st, target, uid, from, fromNow) }
 		}
 	}
 	s.mu.Lock()
@@ -311,7 +316,28 @@ func rv(a *v1alpha1.MonitorAttachment) uint64 {
 	return n
 }
 
-func (s *Service) startFollow(key string, st *attState, target, uid string, cursor int64) {
+func (s *Service) startFollow(ctx context.Context, key string, st *attState, target, uid string, cursor int64, fromNow bool) {
+	if fromNow {
+		last, err := s.Transcripts.Last(ctx, uid)
+		if err != nil {
+			s.log().Warn("monitor: reading a transcript's end", "conversation", target, "err", err)
+			return
+		}
+		if last > 0 {
+			// Written at once: a later start must not skip from "now" again.
+			st.mu.Lock()
+			ns, name := st.obj.Namespace, st.obj.Name
+			st.mu.Unlock()
+			if _, err := s.mutate(ctx, st, ns, name, func(a *v1alpha1.MonitorAttachment) error {
+				setCursor(a, target, last)
+				return nil
+			}); err != nil {
+				s.log().Warn("monitor: writing a starting cursor", "conversation", target, "err", err)
+				return
+			}
+		}
+		cursor = last
+	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	f := &follow{cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
