@@ -170,9 +170,8 @@ func TestAgentDeletionReleasesFinalizerAndKeepsHome(t *testing.T) {
 func TestPendingKindsReportNotImplementedHonestly(t *testing.T) {
 	h := startControllers(t)
 	h.create("conversations", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Conversation","metadata":{"name":"c"},"spec":{"agentRef":"ghost"}}`)
-	h.create("monitorattachments", `{"apiVersion":"aicli.dev/v1alpha1","kind":"MonitorAttachment","metadata":{"name":"m"},"spec":{"monitor":"ghost","target":{"agent":"ghost"},"trigger":{"keywords":[{"text":"panic"}]}}}`)
-	for _, res := range []string{"conversations", "monitorattachments"} {
-		name := map[string]string{"conversations": "c", "monitorattachments": "m"}[res]
+	for _, res := range []string{"conversations"} {
+		name := map[string]string{"conversations": "c"}[res]
 		h.eventually(res+" conditions", func() bool {
 			obj, err := h.store.Get(context.Background(), res, "default", name)
 			if err != nil {

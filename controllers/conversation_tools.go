@@ -47,7 +47,11 @@ func (r *ConversationReconciler) reconcileTools(ctx context.Context, s *convScop
 		return reconcile.Result{}, err
 	}
 	tools, _ := grants.Effective(list.Items, s.agent.Name)
-	tools = append(tools, grants.Builtins(s.agent, list.Items)...)
+	var atts v1alpha1.MonitorAttachmentList
+	if err := r.Client.List(ctx, s.conv.Namespace, &atts, nil); err != nil {
+		return reconcile.Result{}, err
+	}
+	tools = append(tools, grants.Builtins(s.agent, list.Items, atts.Items)...)
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	s.tools = tools
 	if r.ToolBinary == "" {

@@ -94,12 +94,6 @@ func conversationRefs(obj *unstructured.Unstructured) []string {
 	return nonEmpty(a)
 }
 
-func monitorRefs(obj *unstructured.Unstructured) []string {
-	m, _, _ := unstructured.NestedString(obj.Object, "spec", "monitor")
-	t, _, _ := unstructured.NestedString(obj.Object, "spec", "target", "agent")
-	return nonEmpty(m, t)
-}
-
 func nonEmpty(names ...string) []string {
 	var out []string
 	for _, n := range names {

@@ -108,7 +108,7 @@ func Start(ctx context.Context, opts Options) error {
 		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}},
 		{"conversation", "conversations", convReconciler, nil},
 		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}},
-		{"monitorattachment", "monitorattachments", &PendingReconciler{Client: c, Resource: "monitorattachments", Refs: monitorRefs}, nil},
+		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c}, nil},
 	}
 	skip := opts.SkipNameValidation
 	for _, s := range specs {
@@ -133,9 +133,18 @@ func Start(ctx context.Context, opts Options) error {
 			// grant edits (tools, capabilities) that must reach the agent's
 			// conversations.
 			extra = []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c)),
-				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c))}
+				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c)),
+				StoreSource(opts.Store, "monitorattachments", log, conversationsOfMonitor(c))}
 		case s.name == "agent":
 			extra = []source.Source{agentSource}
+		case s.name == "monitorattachment":
+			// Monitor and target agents appearing or going; target conversations started, archived or deleted.
+			extra = []source.Source{
+				StoreSource(opts.Store, "agents", log, attachmentsOfAgent(c, (*unstructured.Unstructured).GetName)),
+				StoreSource(opts.Store, "conversations", log, attachmentsOfAgent(c, func(o *unstructured.Unstructured) string {
+					a, _, _ := unstructured.NestedString(o.Object, "spec", "agentRef")
+					return a
+				}))}
 		case s.name == "grant":
 			// Leases taken and lost, and subjects appearing or going.
 			extra = []source.Source{grantSource, StoreSource(opts.Store, "agents", log, grantsOfSubject(c))}

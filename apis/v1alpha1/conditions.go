@@ -39,6 +39,8 @@ const (
 	ConditionMailDelivered = "MailDelivered"
 	// ConditionBreakerClosed reports that a monitor's circuit breaker is closed.
 	ConditionBreakerClosed = "BreakerClosed"
+	// ConditionTriggerReady reports that a monitor's trigger compiled (keywords, modes, speakers).
+	ConditionTriggerReady = "TriggerReady"
 )
 
 // Condition reasons shared by every kind.

@@ -4,6 +4,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Labels of a monitor conversation: the attachment it serves and the target
+// conversation it watches.
+const (
+	LabelMonitorAttachment = "aicli.dev/monitor-attachment"
+	LabelMonitorTarget     = "aicli.dev/monitor-target"
+)
+
 // MatchMode says how a keyword matches transcript text.
 // +kubebuilder:validation:Enum=Substring;Word
 type MatchMode string

@@ -115,6 +115,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newHistoryCommand(g),
 		newMailCommand(g),
 		newBucketCommand(g),
+		newMonitorCommand(g),
 	)
 	return root
 }

@@ -109,7 +109,11 @@ func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool str
 	if err := a.Client.List(ctx, lease.Namespace, &all, nil); err != nil {
 		return nil, err
 	}
-	for _, t := range grants.Builtins(agent, all.Items) {
+	var atts v1alpha1.MonitorAttachmentList
+	if err := a.Client.List(ctx, lease.Namespace, &atts, nil); err != nil {
+		return nil, err
+	}
+	for _, t := range grants.Builtins(agent, all.Items, atts.Items) {
 		if t.Name == tool {
 			return &tools.Authorization{
 				Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, ConversationUID: lease.UID,
@@ -117,7 +121,7 @@ func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool str
 			}, nil
 		}
 	}
-	return nil, refuse(ReasonRevoked, "%s: agent %q no longer holds this built-in tool (its spec.peers or Grants changed)", tool, lease.Agent)
+	return nil, refuse(ReasonRevoked, "%s: agent %q no longer holds this built-in tool (its spec.peers, Grants or MonitorAttachments changed)", tool, lease.Agent)
 }
 
 // verify checks the lease and the token as presented on this connection.

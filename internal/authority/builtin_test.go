@@ -22,7 +22,7 @@ func TestBuiltinAuthorityFollowsTheAgentSpec(t *testing.T) {
 	}
 	h := &memHolder{}
 	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: "alice", Conversation: "c1", UID: "uid-1",
-		Fingerprint: "fp-1", Tools: grants.Builtins(alice, nil), Holder: h}); err != nil {
+		Fingerprint: "fp-1", Tools: grants.Builtins(alice, nil, nil), Holder: h}); err != nil {
 		t.Fatal(err)
 	}
 	tok := h.token(grants.MailSend)

@@ -1,7 +1,8 @@
 // Package builtins serves the built-in tools (grants.Builtins) on the
 // supervisor: mail-send, mail-inbox and mail-peers over the post office and
 // the mailbox, remember and recall over the agent's recall buckets,
-// transcript-read and transcript-search over the committed transcripts. They
+// transcript-read and transcript-search over the committed transcripts,
+// advise through the monitor service. They
 // arrive like any mounted tool (a capability-checked side-channel stream, see
 // internal/tools); each call checks what it reaches (a peer, a bucket, a
 // conversation) against the agent's peer policy and Grants as they are now.
@@ -42,6 +43,8 @@ type Server struct {
 	// Transcripts reads committed transcripts; History searches them.
 	Transcripts Transcripts
 	History     History
+	// Advisor delivers monitors' advice (the advise built-in).
+	Advisor Advisor
 }
 
 var _ tools.Builtins = (*Server)(nil)
@@ -73,6 +76,7 @@ func (s *Server) Run(ctx context.Context, auth *tools.Authorization, stdin io.Re
 		grants.MailSend: c.mailSend, grants.MailInbox: c.mailInbox, grants.MailPeers: c.mailPeers,
 		grants.Remember: c.remember, grants.RecallTool: c.recall,
 		grants.TranscriptRead: c.transcriptRead, grants.TranscriptSearch: c.transcriptSearch,
+		grants.Advise: c.advise,
 	}[auth.Tool.Name]
 	if run == nil {
 		return toolwire.ExitNotGranted, fmt.Errorf("%s is not a built-in tool", auth.Tool.Name)

@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"reflect"
 	"strings"
@@ -336,5 +337,50 @@ func TestTranscriptSearchOwnAndObserved(t *testing.T) {
 		if code, _, errs := e.run("a", "a-1", "", "transcript-search", tc.args...); code != tc.code || !strings.Contains(errs, tc.says) {
 			t.Errorf("transcript-search %q: %d %q, want %d saying %q", tc.args, code, errs, tc.code, tc.says)
 		}
+	}
+}
+
+// advisor is an Advisor that refuses, fails or accepts by the text.
+type advisor struct{ got []string }
+
+type refused struct{ msg string }
+
+func (r *refused) Error() string { return r.msg }
+func (r *refused) Refused() bool { return true }
+
+func (a *advisor) Advise(_ context.Context, ns, monitor, conv, text string) (string, error) {
+	a.got = append(a.got, ns+"/"+monitor+"/"+conv+": "+text)
+	switch text {
+	case "refuse":
+		return "", &refused{"refused: monitor attachment \"m\" is WatchOnly"}
+	case "fail":
+		return "", errors.New("boom")
+	}
+	return "advice delivered to w1", nil
+}
+
+func TestAdviseExitCodes(t *testing.T) {
+	e := newEnv(t)
+	adv := &advisor{}
+	e.srv.Advisor = adv
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		code  int
+		out   string
+	}{
+		{"", []string{"check", "the", "log"}, exitOK, "advice delivered to w1"},
+		{"from stdin\n", nil, exitOK, "advice delivered"},
+		{"", []string{"refuse"}, exitRefused, "is WatchOnly"},
+		{"", []string{"fail"}, exitFailed, "boom"},
+		{"", nil, exitUsage, "usage: advise"},
+	} {
+		code, out, errOut := e.run("a", "a-mon", tc.stdin, grants.Advise, tc.args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.out) {
+			t.Errorf("advise %v: %d %q %q", tc.args, code, out, errOut)
+		}
+	}
+	if adv.got[0] != "team/a/a-mon: check the log" || adv.got[1] != "team/a/a-mon: from stdin" {
+		t.Fatalf("advisor got %q", adv.got)
 	}
 }

@@ -45,7 +45,11 @@ func (c *call) transcriptSearch(ctx context.Context, raw []string) error {
 	if err != nil {
 		return err
 	}
-	targets := append([]v1alpha1.TargetRef{{Agent: c.auth.Agent}}, grants.Observed(c.auth.Agent, all)...)
+	atts, err := c.attachments(ctx)
+	if err != nil {
+		return err
+	}
+	targets := append([]v1alpha1.TargetRef{{Agent: c.auth.Agent}}, grants.Observed(c.auth.Agent, all, atts)...)
 	if want := a.str("agent"); want != "" {
 		var only []v1alpha1.TargetRef
 		for _, t := range targets {
@@ -54,7 +58,7 @@ func (c *call) transcriptSearch(ctx context.Context, raw []string) error {
 			}
 		}
 		if len(only) == 0 {
-			return fail(exitRefused, "refused: no Grant of agent %q lets it observe agent %q (spec.observe)", c.auth.Agent, want)
+			return fail(exitRefused, "refused: no Grant of agent %q lets it observe agent %q (spec.observe), nor a MonitorAttachment it monitors with", c.auth.Agent, want)
 		}
 		targets = only
 	}

@@ -78,9 +78,22 @@ func (c *call) observable(ctx context.Context, name string) (*v1alpha1.Conversat
 	if err != nil {
 		return nil, err
 	}
-	if !grants.MayObserve(c.auth.Agent, all, conv.Spec.AgentRef, conv.Name) {
-		return nil, fail(exitRefused, "refused: conversation %q belongs to agent %q, which no Grant of agent %q lets it observe (spec.observe)",
+	atts, err := c.attachments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !grants.MayObserve(c.auth.Agent, all, atts, conv.Spec.AgentRef, conv.Name) {
+		return nil, fail(exitRefused, "refused: conversation %q belongs to agent %q, which no Grant of agent %q lets it observe (spec.observe), nor a MonitorAttachment it monitors with",
 			name, conv.Spec.AgentRef, c.auth.Agent)
 	}
 	return conv, nil
+}
+
+// attachments lists the caller's namespace's MonitorAttachments (a monitor may observe its targets).
+func (c *call) attachments(ctx context.Context) ([]v1alpha1.MonitorAttachment, error) {
+	var list v1alpha1.MonitorAttachmentList
+	if err := c.s.Client.List(ctx, c.auth.Namespace, &list, nil); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }

@@ -18,10 +18,11 @@ const (
 	RecallTool       = "recall"
 	TranscriptSearch = "transcript-search"
 	TranscriptRead   = "transcript-read"
+	Advise           = "advise"
 )
 
 // BuiltinNames lists every built-in tool.
-var BuiltinNames = []string{MailSend, MailInbox, MailPeers, Remember, RecallTool, TranscriptSearch, TranscriptRead}
+var BuiltinNames = []string{MailSend, MailInbox, MailPeers, Remember, RecallTool, TranscriptSearch, TranscriptRead, Advise}
 
 // BuiltinGrant is the grant caveat of a built-in tool's token. It cannot be a
 // Grant's name (those are DNS labels): a built-in's authority is re-derived
@@ -37,17 +38,21 @@ var builtinUsage = map[string]string{
 	RecallTool:       `recall BUCKET QUERY [--limit N] — full-text search of recall bucket BUCKET (words, "a phrase", +must, -not, field:value)`,
 	TranscriptSearch: `transcript-search QUERY [--agent A] [--speaker S] [--since DURATION|TIME] [--limit N] — search your past conversations' transcripts (and those you may observe)`,
 	TranscriptRead:   `transcript-read CONVERSATION [--from CURSOR] [--limit N] — read a conversation's attributed transcript from CURSOR (yours, or one you may observe)`,
+	Advise:           `advise [TEXT…] — (monitor) deliver one piece of advice (the text, or stdin) into the conversation this trigger came from; silence is fine`,
 }
 
 // Builtins returns the built-in tools agent holds, sorted by name:
 //   - mail-send, mail-inbox, mail-peers when its spec.peers is set or a Grant names peers;
 //   - recall when a Grant names a recall bucket, remember when one grants ReadWrite;
 //   - transcript-search and transcript-read when a Grant names observe targets
-//     (an agent may then also read its own history).
+//     or the agent is the monitor of a MonitorAttachment (an agent may then
+//     also read its own history);
+//   - advise when the agent is the monitor of a MonitorAttachment in Advise
+//     mode (may-inject; WatchOnly withholds it).
 //
 // Which peer, bucket or conversation a call may reach is checked on each call
-// (MaySend, Buckets, MayObserve).
-func Builtins(agent *v1alpha1.Agent, all []v1alpha1.Grant) []Tool {
+// (MaySend, Buckets, MayObserve; the monitor service checks advise).
+func Builtins(agent *v1alpha1.Agent, all []v1alpha1.Grant, attachments []v1alpha1.MonitorAttachment) []Tool {
 	in := held(all, agent.Name)
 	has := func(pred func(*v1alpha1.Grant) bool) bool { return slices.ContainsFunc(in, pred) }
 	var names []string
@@ -64,8 +69,11 @@ func Builtins(agent *v1alpha1.Agent, all []v1alpha1.Grant) []Tool {
 			break
 		}
 	}
-	if has(func(g *v1alpha1.Grant) bool { return len(g.Spec.Observe) > 0 }) {
+	if has(func(g *v1alpha1.Grant) bool { return len(g.Spec.Observe) > 0 }) || len(monitoring(agent.Name, attachments)) > 0 {
 		names = append(names, TranscriptSearch, TranscriptRead)
+	}
+	if MayAdvise(agent.Name, attachments) {
+		names = append(names, Advise)
 	}
 	sort.Strings(names)
 	out := make([]Tool, len(names))
@@ -96,23 +104,51 @@ func Buckets(agent string, all []v1alpha1.Grant) map[string]v1alpha1.RecallAcces
 	return out
 }
 
-// Observed returns the targets agent's Grants let it observe.
-func Observed(agent string, all []v1alpha1.Grant) []v1alpha1.TargetRef {
+// Observed returns the targets agent's Grants let it observe, and the local
+// targets of the MonitorAttachments whose monitor it is (may-observe).
+func Observed(agent string, all []v1alpha1.Grant, attachments []v1alpha1.MonitorAttachment) []v1alpha1.TargetRef {
 	var out []v1alpha1.TargetRef
 	for _, g := range held(all, agent) {
 		out = append(out, g.Spec.Observe...)
+	}
+	for _, a := range monitoring(agent, attachments) {
+		out = append(out, v1alpha1.TargetRef{Agent: a.Spec.Target.Agent, Conversation: a.Spec.Target.Conversation})
+	}
+	return out
+}
+
+// MayAdvise reports whether agent is the monitor of a local MonitorAttachment
+// in Advise mode (may-inject).
+func MayAdvise(agent string, attachments []v1alpha1.MonitorAttachment) bool {
+	for _, a := range monitoring(agent, attachments) {
+		if a.Spec.Mode != v1alpha1.MonitorWatchOnly {
+			return true
+		}
+	}
+	return false
+}
+
+// monitoring returns the local-target attachments whose monitor is agent.
+func monitoring(agent string, attachments []v1alpha1.MonitorAttachment) []*v1alpha1.MonitorAttachment {
+	var out []*v1alpha1.MonitorAttachment
+	for i := range attachments {
+		a := &attachments[i]
+		if a.Spec.Monitor == agent && a.Spec.Target.Supervisor == nil && a.DeletionTimestamp == nil {
+			out = append(out, a)
+		}
 	}
 	return out
 }
 
 // MayObserve reports whether agent may read the transcript of conversation
-// conv of targetAgent: its own agent's, or one its Grants' observe names
-// (a target without a conversation covers all of that agent's).
-func MayObserve(agent string, all []v1alpha1.Grant, targetAgent, conv string) bool {
+// conv of targetAgent: its own agent's, one its Grants' observe names (a
+// target without a conversation covers all of that agent's), or one a
+// MonitorAttachment it is the monitor of watches.
+func MayObserve(agent string, all []v1alpha1.Grant, attachments []v1alpha1.MonitorAttachment, targetAgent, conv string) bool {
 	if agent == targetAgent {
 		return true
 	}
-	for _, t := range Observed(agent, all) {
+	for _, t := range Observed(agent, all, attachments) {
 		if t.Agent == targetAgent && (t.Conversation == "" || t.Conversation == conv) {
 			return true
 		}

@@ -82,7 +82,7 @@ func TestMaySendReceiveFromAndNamespace(t *testing.T) {
 func TestBuiltinsFollowPeersAndGrants(t *testing.T) {
 	names := func(a v1alpha1.Agent, gs ...v1alpha1.Grant) []string {
 		var out []string
-		for _, t := range Builtins(&a, gs) {
+		for _, t := range Builtins(&a, gs, nil) {
 			out = append(out, t.Name)
 		}
 		return out
@@ -111,18 +111,51 @@ func TestBuiltinsFollowPeersAndGrants(t *testing.T) {
 		agent, conv string
 		ok          bool
 	}{{"x", "any", true}, {"y", "c1", true}, {"z", "c1", false}} {
-		if got := MayObserve("x", []v1alpha1.Grant{rw}, tc.agent, tc.conv); got != tc.ok {
+		if got := MayObserve("x", []v1alpha1.Grant{rw}, nil, tc.agent, tc.conv); got != tc.ok {
 			t.Errorf("observe %s/%s = %v", tc.agent, tc.conv, got)
 		}
 	}
 	one := grant("one", "x", 0)
 	one.Spec.Observe = []v1alpha1.TargetRef{{Agent: "y", Conversation: "c1"}}
-	if MayObserve("x", []v1alpha1.Grant{one}, "y", "c2") || !MayObserve("x", []v1alpha1.Grant{one}, "y", "c1") {
+	if MayObserve("x", []v1alpha1.Grant{one}, nil, "y", "c2") || !MayObserve("x", []v1alpha1.Grant{one}, nil, "y", "c1") {
 		t.Error("a conversation target covers only that conversation")
 	}
 	for _, b := range BuiltinNames {
 		if errs := Validate(&v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{execTool(b)}}); len(errs) == 0 {
 			t.Errorf("a grant may declare a tool named %q, shadowing the built-in", b)
 		}
+	}
+}
+
+func TestMonitorAttachmentsMountAdviseAndObserve(t *testing.T) {
+	att := func(mode v1alpha1.MonitorMode, conv string) v1alpha1.MonitorAttachment {
+		return v1alpha1.MonitorAttachment{Spec: v1alpha1.MonitorAttachmentSpec{Monitor: "m",
+			Target: v1alpha1.MonitorTarget{Agent: "w", Conversation: conv}, Mode: mode}}
+	}
+	names := func(atts ...v1alpha1.MonitorAttachment) []string {
+		var out []string
+		a := agent("m", nil, nil)
+		for _, t := range Builtins(&a, nil, atts) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(att(v1alpha1.MonitorAdvise, "")); !reflect.DeepEqual(got, []string{"advise", "transcript-read", "transcript-search"}) {
+		t.Fatalf("advise mode: %v", got)
+	}
+	if got := names(att("", "")); !reflect.DeepEqual(got, []string{"advise", "transcript-read", "transcript-search"}) {
+		t.Fatalf("default mode: %v", got)
+	}
+	if got := names(att(v1alpha1.MonitorWatchOnly, "")); !reflect.DeepEqual(got, []string{"transcript-read", "transcript-search"}) {
+		t.Fatalf("watch-only (may-inject withheld): %v", got)
+	}
+	remote := att(v1alpha1.MonitorAdvise, "")
+	remote.Spec.Target.Supervisor = &v1alpha1.RemoteSupervisor{Address: "https://x", TokenSecret: "t"}
+	if got := names(remote); got != nil {
+		t.Fatalf("remote target: %v", got)
+	}
+	one := []v1alpha1.MonitorAttachment{att(v1alpha1.MonitorWatchOnly, "c1")}
+	if !MayObserve("m", nil, one, "w", "c1") || MayObserve("m", nil, one, "w", "c2") || MayObserve("other", nil, one, "w", "c1") {
+		t.Fatal("may-observe of a conversation-scoped attachment")
 	}
 }

@@ -216,6 +216,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
+	builtinTools.Advisor = startMonitors(ctrlCtx, st, transcripts, sessions, attribution, api, log)
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
 		Egress: egressSrv, Secrets: secretStore, Budget: ledger, ToolBinary: toolSvc.binary, Leases: toolSvc.leases,

@@ -190,6 +190,17 @@ func (l *StoreLog) read(ctx context.Context, uid string, from, last int64, limit
 	return out, nil
 }
 
+// Last returns the cursor of the conversation's last committed entry (0: none).
+func (l *StoreLog) Last(ctx context.Context, uid string) (int64, error) {
+	c := l.conv(uid)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := l.load(ctx, uid, c); err != nil {
+		return 0, err
+	}
+	return c.last, nil
+}
+
 // Subscribe delivers committed entries with Cursor >= from: the backlog
 // first, then each new one, until ctx ends (the channel is then closed).
 func (l *StoreLog) Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error) {

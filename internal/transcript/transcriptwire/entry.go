@@ -13,6 +13,9 @@ const (
 	// SpeakerMailPrefix starts the speaker of mail delivered into a
 	// conversation: "mail:<sending agent>".
 	SpeakerMailPrefix = "mail:"
+	// SpeakerTriggerPrefix starts the speaker of a monitor's trigger message
+	// (the wake) in its monitor conversation: "trigger:<attachment>".
+	SpeakerTriggerPrefix = "trigger:"
 )
 
 // Entry is one attributed transcript event.
