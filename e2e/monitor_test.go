@@ -87,7 +87,7 @@ var _ = Describe("Monitors", Label("monitors"), func() {
 		Expect(sup.send(ctx, work, "the server panic "+cli.MarkRun+" advise restart the worker")).To(Succeed())
 		mon := sup.monitorConversation(ctx, "watch", work)
 		Eventually(func() []string { return bySpeaker(sup.transcript(ctx, work), "injected:watcher") }).
-			WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).
+			WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).
 			Should(Equal([]string{`[Advice from monitor "watcher"]: restart the worker`}))
 		sup.waitReply(ctx, mon, "run advise: exit 0: advice delivered to "+work)
 		Consistently(func() int { return len(bySpeaker(sup.transcript(ctx, mon), "trigger:watch")) }).

@@ -2,8 +2,8 @@ package builtins
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
