@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apischema"
@@ -74,6 +77,23 @@ func (h *harness) agent(name string) *v1alpha1.Agent {
 		return nil
 	}
 	return a
+}
+
+// reconcileOnce runs one reconcile of default/name and fails the test on an error.
+func reconcileOnce(t *testing.T, r reconcile.Reconciler, name string) {
+	t.Helper()
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantCondition fails the test unless conds hold typ with status and reason, its message containing msg.
+func wantCondition(t *testing.T, conds []metav1.Condition, name, typ string, status metav1.ConditionStatus, reason, msg string) {
+	t.Helper()
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msg) {
+		t.Fatalf("%s %s = %+v, want %s/%s containing %q", name, typ, c, status, reason, msg)
+	}
 }
 
 func readyCurrent(conds []metav1.Condition, gen int64) *metav1.Condition {

@@ -2,14 +2,11 @@ package controllers
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/authority"
@@ -48,9 +45,7 @@ func newGrantEnv(t *testing.T) *grantEnv {
 
 func (e *grantEnv) reconcile(name string) {
 	e.t.Helper()
-	if _, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}); err != nil {
-		e.t.Fatal(err)
-	}
+	reconcileOnce(e.t, e.r, name)
 }
 
 func (e *grantEnv) grant(name string) *v1alpha1.Grant {
@@ -63,10 +58,7 @@ func (e *grantEnv) grant(name string) *v1alpha1.Grant {
 
 func (e *grantEnv) want(name, typ string, status metav1.ConditionStatus, reason, msg string) {
 	e.t.Helper()
-	c := meta.FindStatusCondition(e.grant(name).Status.Conditions, typ)
-	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msg) {
-		e.t.Fatalf("%s %s = %+v, want %s/%s containing %q", name, typ, c, status, reason, msg)
-	}
+	wantCondition(e.t, e.grant(name).Status.Conditions, name, typ, status, reason, msg)
 }
 
 func TestGrantReferencesAndReady(t *testing.T) {

@@ -3,14 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/layout"
@@ -40,9 +37,7 @@ func newMonitorEnv(t *testing.T) *monitorEnv {
 
 func (e *monitorEnv) reconcile(name string) {
 	e.t.Helper()
-	if _, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}); err != nil {
-		e.t.Fatal(err)
-	}
+	reconcileOnce(e.t, e.r, name)
 }
 
 func (e *monitorEnv) get(name string) *v1alpha1.MonitorAttachment {
@@ -55,10 +50,7 @@ func (e *monitorEnv) get(name string) *v1alpha1.MonitorAttachment {
 
 func (e *monitorEnv) want(name, typ string, status metav1.ConditionStatus, reason, msg string) {
 	e.t.Helper()
-	c := meta.FindStatusCondition(e.get(name).Status.Conditions, typ)
-	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msg) {
-		e.t.Fatalf("%s %s = %+v, want %s/%s containing %q", name, typ, c, status, reason, msg)
-	}
+	wantCondition(e.t, e.get(name).Status.Conditions, name, typ, status, reason, msg)
 }
 
 func agentJSON(name string) string {

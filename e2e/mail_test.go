@@ -31,14 +31,7 @@ func mailAgent(name string, sendTo ...string) string {
 
 var _ = Describe("Mail and recall", Label("mail"), func() {
 	It("delivers granted mail as backlog and live, refuses ungranted peers, and remembers", func(ctx SpecContext) {
-		sup := startSupervisor(ctx, GinkgoT().TempDir())
-		DeferCleanup(func(ctx SpecContext) {
-			if CurrentSpecReport().Failed() {
-				sup.dumpLog()
-			}
-			sup.stop()
-			sup.removeContainers(ctx)
-		})
+		sup := startSpecSupervisor(ctx, GinkgoT().TempDir())
 		sup.apply(ctx, mailAgent("a", "b")) // only a → b is granted
 		sup.apply(ctx, mailAgent("b"))
 		sup.apply(ctx, `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"b-memory","namespace":"default"},
@@ -87,15 +80,7 @@ var _ = Describe("Mail and recall", Label("mail"), func() {
 		By("mail to a live B arrives with the platform prefix while it runs")
 		Expect(sup.send(ctx, convA, "again "+cli.MarkRun+" mail-send b second")).To(Succeed())
 		sup.waitReply(ctx, convA, "run mail-send: exit 0: sent to b")
-		Eventually(func() []string {
-			var got []string
-			for _, e := range sup.transcript(ctx, convB) {
-				if e.Speaker == "mail:a" {
-					got = append(got, e.Text)
-				}
-			}
-			return got
-		}).WithTimeout(30 * time.Second).Should(ContainElement(`[Mail from agent "a"]: second`))
+		Eventually(func() []string { return bySpeaker(sup.transcript(ctx, convB), "mail:a") }).WithTimeout(30 * time.Second).Should(ContainElement(`[Mail from agent "a"]: second`))
 		sup.waitReply(ctx, convB, `[Mail from agent "a"]: second`)
 		sup.waitState(ctx, convB, "Active", "IDLE", time.Minute)
 

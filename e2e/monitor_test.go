@@ -68,14 +68,7 @@ func bySpeaker(entries []transcriptwire.Entry, speaker string) []string {
 
 var _ = Describe("Monitors", Label("monitors"), func() {
 	It("wake once on a keyword, inject attributed advice, and trip the breaker on a ping-pong until re-armed", func(ctx SpecContext) {
-		sup := startSupervisor(ctx, GinkgoT().TempDir())
-		DeferCleanup(func(ctx SpecContext) {
-			if CurrentSpecReport().Failed() {
-				sup.dumpLog()
-			}
-			sup.stop()
-			sup.removeContainers(ctx)
-		})
+		sup := startSpecSupervisor(ctx, GinkgoT().TempDir())
 
 		By("a human message with the keyword wakes the monitor once; its advice lands in the target's transcript")
 		sup.apply(ctx, fakeAgent("worker"))

@@ -20,14 +20,7 @@ import (
 var _ = Describe("An agent's persona", Label("conversations", "persona"), func() {
 	It("reaches the CLI at every launch from the stored definition, edited or removed", func(ctx SpecContext) {
 		dataDir := GinkgoT().TempDir()
-		sup := startSupervisor(ctx, dataDir)
-		DeferCleanup(func(ctx SpecContext) {
-			if CurrentSpecReport().Failed() {
-				sup.dumpLog()
-			}
-			sup.stop()
-			sup.removeContainers(ctx)
-		})
+		sup := startSpecSupervisor(ctx, dataDir)
 		const agent = "pirate"
 		sup.apply(ctx, `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"pirate","namespace":"default"},
 			"spec":{"harness":"fake","persona":"You are Pirate Pete.\nSpeak like a pirate.",

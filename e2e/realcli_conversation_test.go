@@ -52,14 +52,7 @@ var _ = Describe("Real CLIs in guest containers", Label("real-cli"), func() {
 
 			dataDir := GinkgoT().TempDir()
 			setSecret(ctx, dataDir, "provider-key", "sk-aicli-test-0123456789abcdefghijklmnop")
-			sup := startSupervisor(ctx, dataDir, "--offline-pricing")
-			DeferCleanup(func(ctx SpecContext) {
-				if CurrentSpecReport().Failed() {
-					sup.dumpLog()
-				}
-				sup.stop()
-				sup.removeContainers(ctx)
-			})
+			sup := startSpecSupervisor(ctx, dataDir, "--offline-pricing")
 
 			agent := cli.harness + "-agent"
 			sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q,"namespace":"default"},

@@ -34,14 +34,7 @@ var _ = Describe("Mail in a real CLI", Label("real-cli", "mail"), func() {
 
 		dataDir := GinkgoT().TempDir()
 		setSecret(ctx, dataDir, "provider-key", "sk-aicli-test-0123456789abcdefghijklmnop")
-		sup := startSupervisor(ctx, dataDir, "--offline-pricing")
-		DeferCleanup(func(ctx SpecContext) {
-			if CurrentSpecReport().Failed() {
-				sup.dumpLog()
-			}
-			sup.stop()
-			sup.removeContainers(ctx)
-		})
+		sup := startSpecSupervisor(ctx, dataDir, "--offline-pricing")
 		sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"claude-mail","namespace":"default"},
 			"spec":{"harness":"claude","model":"claude-sonnet-4-5-20250929","peers":{"delivery":"NotifyOnly"},
 			"provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`, provider.URL()))

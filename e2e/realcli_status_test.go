@@ -46,14 +46,7 @@ var _ = Describe("Real-CLI execution status", Label("real-cli"), func() {
 			DeferCleanup(provider.Close)
 			dataDir := GinkgoT().TempDir()
 			setSecret(ctx, dataDir, "provider-key", "sk-aicli-test-0123456789abcdefghijklmnop")
-			sup := startSupervisor(ctx, dataDir, "--offline-pricing")
-			DeferCleanup(func(ctx SpecContext) {
-				if CurrentSpecReport().Failed() {
-					sup.dumpLog()
-				}
-				sup.stop()
-				sup.removeContainers(ctx)
-			})
+			sup := startSpecSupervisor(ctx, dataDir, "--offline-pricing")
 			agent := cli.harness + "-status"
 			sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":%q,"namespace":"default"},
 				"spec":{"harness":%q,"model":%q,"provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,

@@ -40,14 +40,7 @@ var _ = Describe("A granted tool in a real CLI", Label("real-cli", "tools"), fun
 		setSecret(ctx, dataDir, "greet-key", toolSecret)
 		sum := sha256.Sum256([]byte(toolSecret))
 		wantHash := hex.EncodeToString(sum[:])[:16]
-		sup := startSupervisor(ctx, dataDir, "--offline-pricing")
-		DeferCleanup(func(ctx SpecContext) {
-			if CurrentSpecReport().Failed() {
-				sup.dumpLog()
-			}
-			sup.stop()
-			sup.removeContainers(ctx)
-		})
+		sup := startSpecSupervisor(ctx, dataDir, "--offline-pricing")
 		sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"claude-tools","namespace":"default"},
 			"spec":{"harness":"claude","model":"claude-sonnet-4-5-20250929","provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
 			provider.URL()))

@@ -73,6 +73,21 @@ func startSupervisor(ctx context.Context, dataDir string, extraArgs ...string) *
 }
 
 // kill9 ends the supervisor with SIGKILL.
+// startSpecSupervisor starts a supervisor whose cleanup, registered on the
+// spec, stops it (dumping its log when the spec failed) and removes its containers.
+func startSpecSupervisor(ctx context.Context, dataDir string, extraArgs ...string) *supervisorProc {
+	GinkgoHelper()
+	sup := startSupervisor(ctx, dataDir, extraArgs...)
+	DeferCleanup(func(ctx SpecContext) {
+		if CurrentSpecReport().Failed() {
+			sup.dumpLog()
+		}
+		sup.stop()
+		sup.removeContainers(ctx)
+	})
+	return sup
+}
+
 func (p *supervisorProc) kill9() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	_, _ = p.cmd.Process.Wait()

@@ -37,14 +37,7 @@ const greetScript = `printf %s "$GREET_KEY" | sha256sum | cut -c1-16; echo "hell
 var _ = Describe("Granted tools", Label("tools"), func() {
 	It("are mounted executables whose calls run host-side with secrets that never enter the container", func(ctx SpecContext) {
 		dataDir := GinkgoT().TempDir()
-		sup := startSupervisor(ctx, dataDir, "--lease-ttl", "3s")
-		DeferCleanup(func(ctx SpecContext) {
-			if CurrentSpecReport().Failed() {
-				sup.dumpLog()
-			}
-			sup.stop()
-			sup.removeContainers(ctx)
-		})
+		sup := startSpecSupervisor(ctx, dataDir, "--lease-ttl", "3s")
 		var rnd [12]byte
 		_, _ = rand.Read(rnd[:])
 		secret := "sk-planted-" + hex.EncodeToString(rnd[:])
