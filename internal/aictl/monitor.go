@@ -94,6 +94,14 @@ func newMonitorCreateCommand(g *globalOptions) *cobra.Command {
 				Trigger: v1alpha1.TriggerSpec{Keywords: kws, CaseSensitive: caseSensitive}, Mode: mode,
 				Breaker: v1alpha1.BreakerSpec{MaxConsecutiveHumanless: maxHumanless}}}
 			att.Namespace, att.Name = ns, name
+			// The server judges the trigger (duplicates, modes) before anything is created: no agent without its attachment.
+			u, err := cl.FromTyped(att)
+			if err != nil {
+				return err
+			}
+			if _, err := cl.Create(ctx, u, client.WriteOptions{DryRun: true}); err != nil {
+				return &opError{op: "checking monitorattachment " + name, err: err}
+			}
 			for _, obj := range []struct {
 				kind string
 				o    runtime.Object

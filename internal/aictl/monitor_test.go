@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/monitor/breaker"
@@ -83,4 +85,34 @@ func TestMonitorCreateAndRearm(t *testing.T) {
 		t.Fatalf("after rearm: %v %+v", err, att.Status)
 	}
 	wantCode(t, aictl(t, url, "monitor", "rearm", "nope"), 1)
+}
+
+// TestMonitorCreateRefusesBadKeywordsBeforeCreatingAnything: blank keywords are
+// usage errors naming --keywords; what only the server judges (a duplicate) is
+// refused naming the field, and neither refusal leaves an agent behind.
+func TestMonitorCreateRefusesBadKeywordsBeforeCreatingAnything(t *testing.T) {
+	srv := apiservertest.New(t)
+	url := srv.ServeUnix(t)
+	c := storeclient.New(srv.Store)
+	ctx := context.Background()
+	coder := &v1alpha1.Agent{Spec: v1alpha1.AgentSpec{Harness: "codex"}}
+	coder.Namespace, coder.Name = "default", "coder"
+	if err := c.Create(ctx, coder); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ keywords, want string }{
+		{"", "--keywords K1,K2 is required"},
+		{" ,panic", "--keywords: an empty keyword"},
+		{"panic,  ", "--keywords: an empty keyword"},
+		{"panic,PANIC", "spec.trigger.keywords[1]: Duplicate value"},
+	} {
+		r := aictl(t, url, "monitor", "create", "w", "--target", "coder", "--keywords", tc.keywords)
+		wantCode(t, r, 1)
+		if !strings.Contains(r.err, tc.want) {
+			t.Fatalf("--keywords %q: stderr %q, want %q", tc.keywords, r.err, tc.want)
+		}
+		if err := c.Get(ctx, "default", "w", &v1alpha1.Agent{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("--keywords %q left agent w behind (get: %v)", tc.keywords, err)
+		}
+	}
 }
