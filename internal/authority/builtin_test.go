@@ -50,3 +50,48 @@ func TestBuiltinAuthorityFollowsTheAgentSpec(t *testing.T) {
 	_, err = call("uid-1", "fp-1")
 	refusedFor(t, err, ReasonRevoked)
 }
+
+// TestAdviseIsRevokedWhenTheAttachmentTurnsWatchOnly: may-inject comes from a
+// MonitorAttachment in Advise mode; switching it to WatchOnly refuses the
+// advise capability the live conversation already holds at its next call
+// (exit 126, before the tools directory drops it), while may-observe stays.
+func TestAdviseIsRevokedWhenTheAttachmentTurnsWatchOnly(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	att := &v1alpha1.MonitorAttachment{Spec: v1alpha1.MonitorAttachmentSpec{Monitor: "bob",
+		Target:  v1alpha1.MonitorTarget{Agent: "alice"},
+		Trigger: v1alpha1.TriggerSpec{Keywords: []v1alpha1.Keyword{{Text: "panic"}}}, Mode: v1alpha1.MonitorAdvise}}
+	att.Namespace, att.Name = "default", "m"
+	if err := e.client.Create(ctx, att); err != nil {
+		t.Fatal(err)
+	}
+	bob := &v1alpha1.Agent{}
+	if err := e.client.Get(ctx, "default", "bob", bob); err != nil {
+		t.Fatal(err)
+	}
+	h := &memHolder{}
+	if err := e.leases.Hold(ctx, Lease{Namespace: "default", Agent: "bob", Conversation: "c1", UID: "uid-1",
+		Fingerprint: "fp-1", Tools: grants.Builtins(bob, nil, []v1alpha1.MonitorAttachment{*att}), Holder: h}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, args ...string) error {
+		tok := h.token(tool)
+		if tok == "" {
+			t.Fatalf("no %s capability minted", tool)
+		}
+		_, err := e.auth.Authorize(ctx, tools.Caller{ConversationUID: "uid-1", GuestFingerprint: "fp-1"},
+			toolwire.Request{Op: toolwire.OpCall, Tool: tool, Args: args, Token: tok})
+		return err
+	}
+	if err := call(grants.Advise, "check the log"); err != nil {
+		t.Fatalf("advise in Advise mode: %v", err)
+	}
+	att.Spec.Mode = v1alpha1.MonitorWatchOnly
+	if err := e.client.Update(ctx, att); err != nil {
+		t.Fatal(err)
+	}
+	refusedFor(t, call(grants.Advise, "check the log"), ReasonRevoked)
+	if err := call(grants.TranscriptRead, "c0"); err != nil {
+		t.Fatalf("transcript-read after WatchOnly: %v", err)
+	}
+}
