@@ -440,9 +440,14 @@ func TestAdviseDeliversAttributedAndTripsAfterMaxCycles(t *testing.T) {
 	_, err := e.svc.Advise(ctx, ns, "watcher", mon, "more")
 	refusal(t, err, "breaker of monitor attachment \"m\" is open")
 
-	// Open: hits wake no one.
+	// Open: hits wake no one, and a human message keeps the evidence (the count resets only while closed).
+	before := e.cursor()
 	e.append(transcriptwire.SpeakerHuman, "panic again")
+	e.eventually("the human entry evaluated", func() bool { return e.cursor() > before })
 	e.never("a wake while tripped", func() bool { return len(e.wakes()) > 1 })
+	if a := e.attachment(); breaker.Closed(&a.Status) || a.Status.ConsecutiveHumanless != 5 {
+		t.Fatalf("a human message while tripped changed the breaker: %+v", a.Status)
+	}
 }
 
 func TestAdviseRefusedWhenWatchOnlyOrTargetNotLive(t *testing.T) {
