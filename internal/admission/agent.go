@@ -3,10 +3,8 @@ package admission
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"aicli.dev/aicli/apis/v1alpha1"
@@ -25,14 +23,7 @@ var agentGK = v1alpha1.GroupVersion.WithKind("Agent").GroupKind()
 
 // Admit implements apiserver.Admitter.
 func (Agents) Admit(_ context.Context, _ apiserver.Operation, _, obj *unstructured.Unstructured) error {
-	var a v1alpha1.Agent
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &a); err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	if errs := validatePeers(a.Spec.Peers); len(errs) > 0 {
-		return apierrors.NewInvalid(agentGK, obj.GetName(), errs)
-	}
-	return nil
+	return validateAs(obj, agentGK, func(a *v1alpha1.Agent) field.ErrorList { return validatePeers(a.Spec.Peers) })
 }
 
 func validatePeers(p *v1alpha1.PeerPolicy) field.ErrorList {

@@ -3,9 +3,8 @@ package admission
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apiserver"
@@ -22,12 +21,5 @@ var grantGK = v1alpha1.GroupVersion.WithKind("Grant").GroupKind()
 
 // Admit implements apiserver.Admitter.
 func (Grants) Admit(_ context.Context, _ apiserver.Operation, _, obj *unstructured.Unstructured) error {
-	var g v1alpha1.Grant
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &g); err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	if errs := grants.Validate(&g.Spec); len(errs) > 0 {
-		return apierrors.NewInvalid(grantGK, obj.GetName(), errs)
-	}
-	return nil
+	return validateAs(obj, grantGK, func(g *v1alpha1.Grant) field.ErrorList { return grants.Validate(&g.Spec) })
 }

@@ -3,9 +3,8 @@ package admission
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/apiserver"
@@ -25,12 +24,7 @@ var monitorAttachmentGK = v1alpha1.GroupVersion.WithKind("MonitorAttachment").Gr
 
 // Admit implements apiserver.Admitter.
 func (MonitorAttachments) Admit(_ context.Context, _ apiserver.Operation, _, obj *unstructured.Unstructured) error {
-	var a v1alpha1.MonitorAttachment
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &a); err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	if errs := match.Validate(a.Spec.Trigger); len(errs) > 0 {
-		return apierrors.NewInvalid(monitorAttachmentGK, obj.GetName(), errs)
-	}
-	return nil
+	return validateAs(obj, monitorAttachmentGK, func(a *v1alpha1.MonitorAttachment) field.ErrorList {
+		return match.Validate(a.Spec.Trigger)
+	})
 }

@@ -16,17 +16,24 @@ import (
 	"aicli.dev/aicli/internal/storeclient"
 )
 
-func TestMonitorCreateAndRearm(t *testing.T) {
+// monitorServer serves the API with the monitor endpoints and a target agent "coder".
+func monitorServer(t *testing.T) (string, *storeclient.Client) {
+	t.Helper()
 	srv := apiservertest.New(t)
 	monitorapi.Mount(srv.API, srv.Store)
 	url := srv.ServeUnix(t)
 	c := storeclient.New(srv.Store)
-	ctx := context.Background()
 	coder := &v1alpha1.Agent{Spec: v1alpha1.AgentSpec{Harness: "codex"}}
 	coder.Namespace, coder.Name = "default", "coder"
-	if err := c.Create(ctx, coder); err != nil {
+	if err := c.Create(context.Background(), coder); err != nil {
 		t.Fatal(err)
 	}
+	return url, c
+}
+
+func TestMonitorCreateAndRearm(t *testing.T) {
+	url, c := monitorServer(t)
+	ctx := context.Background()
 
 	wantCode(t, aictl(t, url, "monitor", "create", "watchdog", "--target", "coder", "--keywords", "panic, deadlock", "--word",
 		"--max-humanless", "3"), 0)
@@ -91,15 +98,8 @@ func TestMonitorCreateAndRearm(t *testing.T) {
 // usage errors naming --keywords; what only the server judges (a duplicate) is
 // refused naming the field, and neither refusal leaves an agent behind.
 func TestMonitorCreateRefusesBadKeywordsBeforeCreatingAnything(t *testing.T) {
-	srv := apiservertest.New(t)
-	url := srv.ServeUnix(t)
-	c := storeclient.New(srv.Store)
+	url, c := monitorServer(t)
 	ctx := context.Background()
-	coder := &v1alpha1.Agent{Spec: v1alpha1.AgentSpec{Harness: "codex"}}
-	coder.Namespace, coder.Name = "default", "coder"
-	if err := c.Create(ctx, coder); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct{ keywords, want string }{
 		{"", "--keywords K1,K2 is required"},
 		{" ,panic", "--keywords: an empty keyword"},
