@@ -128,6 +128,7 @@ var _ = Describe("Monitor faults", Label("monitors"), func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(string(c.Status)).To(Equal("False"))
 			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonHumanlessCycles))
+			g.Expect(conditionOf(a, v1alpha1.ConditionReady)).To(HaveField("Status", BeEquivalentTo("False")))
 		}
 		Consistently(func(g Gomega) { sameTrip(g, sup.attachment(ctx, "loop")) }).
 			WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
