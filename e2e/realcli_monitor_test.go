@@ -31,6 +31,9 @@ var _ = Describe("A monitor in a real CLI", Label("real-cli", "monitors"), func(
 			human   = "the server panic happened again at noon"
 			advice  = "check the disk before restarting"
 			trigger = `[Monitor trigger: attachment "watch"]`
+			// The speakers of the advice in the worker's transcript and of the trigger in the monitor's.
+			byWatcher = transcriptwire.SpeakerInjectedPrefix + "watcher"
+			byTrigger = transcriptwire.SpeakerTriggerPrefix + "watch"
 		)
 		injected := fmt.Sprintf("[Advice from monitor %q]: %s", "watcher", advice)
 		provider, err := fakeprovider.Start(fakeprovider.Options{})
@@ -75,6 +78,9 @@ var _ = Describe("A monitor in a real CLI", Label("real-cli", "monitors"), func(
 				}
 				screen, _ := sup.client.DoRaw(ctx, "GET", client.ResourcePath("conversations", "default", conv, "screen")+"?format=text", "", nil)
 				GinkgoWriter.Printf("screen of %s:\n%s\n", conv, screen)
+				for _, e := range sup.transcript(ctx, conv) {
+					GinkgoWriter.Printf("transcript of %s: #%d %s: %q\n", conv, e.Cursor, e.Speaker, e.Text)
+				}
 			}
 		})
 		// A cold start builds the Debian base and Claude's image from npm.
@@ -91,12 +97,16 @@ var _ = Describe("A monitor in a real CLI", Label("real-cli", "monitors"), func(
 		By("the monitor wakes once with the trigger and advises through Claude's Bash tool")
 		mon = sup.monitorConversation(ctx, "watch", work)
 		// The monitor's own container starts on the wake (its image is the worker's, already built).
-		Eventually(func() []string { return bySpeaker(sup.transcript(ctx, work), transcriptwire.SpeakerInjectedPrefix+"watcher") }).
+		Eventually(func() []string { return bySpeaker(sup.transcript(ctx, work), byWatcher) }).
 			WithTimeout(5*time.Minute).WithPolling(250*time.Millisecond).
 			Should(Equal([]string{injected}), "the advice in the worker's transcript, attributed to the monitor")
 		injectedAt := time.Now()
-		triggers := bySpeaker(sup.transcript(ctx, mon), transcriptwire.SpeakerTriggerPrefix+"watch")
-		Expect(triggers).To(HaveLen(1))
+		var triggers []string
+		Eventually(func() []string {
+			triggers = bySpeaker(sup.transcript(ctx, mon), byTrigger)
+			return triggers
+		}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).Should(HaveLen(1),
+			"the trigger in the monitor's transcript, attributed to the attachment")
 		Expect(triggers[0]).To(HavePrefix(trigger))
 		Expect(triggers[0]).To(ContainSubstring("Target conversation: " + work))
 		Expect(triggers[0]).To(MatchRegexp(`#\d+ human: ` + human))
@@ -146,7 +156,7 @@ var _ = Describe("A monitor in a real CLI", Label("real-cli", "monitors"), func(
 		Expect(turn.Messages[n-1].Role).To(Equal("user"))
 
 		By("the attachment counts one wake and one human-less cycle")
-		Consistently(func() int { return len(bySpeaker(sup.transcript(ctx, mon), transcriptwire.SpeakerTriggerPrefix+"watch")) }).
+		Consistently(func() int { return len(bySpeaker(sup.transcript(ctx, mon), byTrigger)) }).
 			WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Equal(1))
 		a := sup.attachment(ctx, "watch")
 		Expect(a.Status.Wakes).To(BeEquivalentTo(1))
