@@ -77,7 +77,7 @@ func lineEntries(l sessionLine) []harness.TranscriptEntry {
 	}
 	var s string
 	if json.Unmarshal(l.Message.Content, &s) == nil {
-		add(userTextRole(textRole, s), s)
+		add(userTextRole(textRole, s), unwrapPastes(textRole, s))
 		return out
 	}
 	var blocks []contentBlock
@@ -90,7 +90,7 @@ func lineEntries(l sessionLine) []harness.TranscriptEntry {
 			if strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
 				continue
 			}
-			add(userTextRole(textRole, b.Text), b.Text)
+			add(userTextRole(textRole, b.Text), unwrapPastes(textRole, b.Text))
 		case "tool_use":
 			add(ptyapi.RoleTool, fmt.Sprintf("%s %s", b.Name, compactJSON(b.Input)))
 		case "tool_result":
@@ -107,6 +107,39 @@ func userTextRole(role, text string) string {
 		return ptyapi.RoleSystem
 	}
 	return role
+}
+
+// unwrapPastes restores the text of a user turn as it was pasted: Claude
+// Code 2.1.332 stores a multi-line bracketed paste (every message the guest
+// delivers is one) wrapped as `<pasted_content id="3f3f">\n…\n</pasted_content
+// id="3f3f">`, which would hide the sent text from attribution (a monitor's
+// trigger would read as typed by a human).
+func unwrapPastes(role, text string) string {
+	if role != ptyapi.RoleUser {
+		return text
+	}
+	const open, closing = `<pasted_content id="`, `</pasted_content id="`
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, open)
+		if i < 0 {
+			break
+		}
+		id, after, ok := strings.Cut(rest[i+len(open):], `">`)
+		end := closing + id + `">`
+		j := strings.Index(after, end)
+		if !ok || strings.ContainsAny(id, "\"<>\n") || j < 0 {
+			b.WriteString(rest[:i+len(open)])
+			rest = rest[i+len(open):]
+			continue
+		}
+		b.WriteString(rest[:i])
+		b.WriteString(strings.TrimSuffix(strings.TrimPrefix(after[:j], "\n"), "\n"))
+		rest = after[j+len(end):]
+	}
+	b.WriteString(rest)
+	return b.String()
 }
 
 // blocksText flattens a tool result's string-or-blocks content.

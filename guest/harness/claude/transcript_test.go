@@ -130,3 +130,33 @@ func TestParseTranscriptCapturedToolCall(t *testing.T) {
 		}
 	}
 }
+
+// A multi-line message delivered by bracketed paste is stored wrapped in
+// <pasted_content> (observed with Claude Code 2.1.332 in the real-CLI monitor
+// spec); the entry is the pasted text, so attribution can match what was sent.
+func TestParseTranscriptUnwrapsPastes(t *testing.T) {
+	in := strings.Join([]string{
+		`{"type":"user","uuid":"u1","message":{"role":"user","content":"\n\n<pasted_content id=\"3f3f\">\n[Monitor trigger: attachment \"watch\"]\nExcerpts:\n#1 human: it panics\n</pasted_content id=\"3f3f\">\n"}}`,
+		`{"type":"user","uuid":"u2","message":{"role":"user","content":[{"type":"text","text":"see <pasted_content id=\"a1\">\nline one\nline two\n</pasted_content id=\"a1\"> and <pasted_content id=\"b2\">x\ny</pasted_content id=\"b2\">"}]}}`,
+		`{"type":"user","uuid":"u3","message":{"role":"user","content":"<pasted_content id=\"c3\">\nunclosed\n</pasted_content id=\"other\">"}}`,
+		`{"type":"assistant","uuid":"a1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"<pasted_content id=\"d4\">\nquoted\n</pasted_content id=\"d4\">"}]}}`,
+	}, "\n")
+	got, err := New(Options{}).ParseTranscript(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"[Monitor trigger: attachment \"watch\"]\nExcerpts:\n#1 human: it panics",
+		"see line one\nline two and x\ny",
+		"<pasted_content id=\"c3\">\nunclosed\n</pasted_content id=\"other\">",
+		"<pasted_content id=\"d4\">\nquoted\n</pasted_content id=\"d4\">", // the model's own text is left as it is
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Text != w {
+			t.Errorf("entry %d = %q; want %q", i, got[i].Text, w)
+		}
+	}
+}
