@@ -12,10 +12,6 @@ import (
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
-// AdvicePrefix is what the supervisor puts before a monitor's advice:
-// `[Advice from monitor "m"]: ` (platform-applied: a monitor cannot pass as the user).
-func AdvicePrefix(monitor string) string { return fmt.Sprintf("[Advice from monitor %q]: ", monitor) }
-
 // Refusal is an advise call the supervisor refuses; the message says why.
 type Refusal struct{ Msg string }
 
@@ -72,9 +68,9 @@ func (s *Service) Advise(ctx context.Context, ns, monitor, conversation, text st
 		return "", refuse("refused: target conversation %q is not live (it is %s): advice is delivered only into a running conversation",
 			target, conv.Spec.DesiredState)
 	}
-	msg := AdvicePrefix(monitor) + text
+	msg := transcriptwire.AdvicePrefix(monitor) + text
 	if len(msg) > ptyapi.MaxMessageBytes {
-		return "", refuse("refused: the advice exceeds %d bytes", ptyapi.MaxMessageBytes-len(AdvicePrefix(monitor)))
+		return "", refuse("refused: the advice exceeds %d bytes", ptyapi.MaxMessageBytes-len(transcriptwire.AdvicePrefix(monitor)))
 	}
 	uid := string(conv.UID)
 	if s.Attribution != nil {
