@@ -440,12 +440,14 @@ func (s *Service) trip(ctx context.Context, st *attState, a *v1alpha1.MonitorAtt
 	}
 	s.log().Warn("monitor breaker tripped; both conversations paused", "namespace", a.Namespace, "attachment", a.Name,
 		"target", target, "monitorConversation", monitorConv, "reason", a.Status.TrippedReason)
-	for _, name := range []string{target, monitorConv} {
-		if name == "" {
-			continue
-		}
-		if err := s.pause(ctx, a.Namespace, name); err != nil {
-			s.log().Error("monitor: pausing after a trip", "namespace", a.Namespace, "conversation", name, "err", err)
+	if side, err := s.side(a); err != nil {
+		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", target, "err", err)
+	} else if err := side.Pause(ctx, targetConversation(a, target)); err != nil {
+		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", target, "err", err)
+	}
+	if monitorConv != "" {
+		if err := s.pause(ctx, a.Namespace, monitorConv); err != nil {
+			s.log().Error("monitor: pausing after a trip", "namespace", a.Namespace, "conversation", monitorConv, "err", err)
 		}
 	}
 }
