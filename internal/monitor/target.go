@@ -136,3 +136,44 @@ func targetConversation(a *v1alpha1.MonitorAttachment, target string) TargetConv
 	}
 	return TargetConversation{Name: target}
 }
+
+// pageReader is a target side that reads transcript pages (remote.Side).
+type pageReader interface {
+	Read(ctx context.Context, c TargetConversation, from int64, limit int) ([]transcriptwire.Entry, error)
+}
+
+// ReadRemote reads a page of conversation's transcript when it is a target
+// conversation of a MonitorAttachment in ns whose monitor is agent and whose
+// target is on another supervisor (the transcript-read built-in of a remote
+// monitor: may-observe through the attachment). ok is false when it is none.
+func (s *Service) ReadRemote(ctx context.Context, ns, agent, conversation string, from int64, limit int) ([]transcriptwire.Entry, bool, error) {
+	var list v1alpha1.MonitorAttachmentList
+	if err := s.Client.List(ctx, ns, &list, nil); err != nil {
+		return nil, false, err
+	}
+	for i := range list.Items {
+		a := &list.Items[i]
+		if a.Spec.Monitor != agent || a.Spec.Target.Supervisor == nil || a.DeletionTimestamp != nil {
+			continue
+		}
+		for _, mc := range a.Status.Conversations {
+			if mc.Target != conversation {
+				continue
+			}
+			side, err := s.side(a)
+			if err != nil {
+				return nil, true, err
+			}
+			r, ok := side.(pageReader)
+			if !ok {
+				return nil, true, fmt.Errorf("the target side of %s reads no transcripts", a.Name)
+			}
+			entries, err := r.Read(ctx, TargetConversation{Name: mc.Target, UID: mc.UID}, from, limit)
+			if err != nil {
+				return nil, true, fmt.Errorf("reading %s on supervisor %s: %w", conversation, a.Spec.Target.Supervisor.Address, err)
+			}
+			return entries, true, nil
+		}
+	}
+	return nil, false, nil
+}

@@ -488,7 +488,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 func TriggerMessage(a *v1alpha1.MonitorAttachment, p *pendingWake, covered int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Monitor trigger: attachment %q]\n", a.Name)
-	fmt.Fprintf(&b, "Target conversation: %s (agent %q)\n", p.target, a.Spec.Target.Agent)
+	fmt.Fprintf(&b, "Target conversation: %s (agent %q", p.target, a.Spec.Target.Agent)
+	if rs := a.Spec.Target.Supervisor; rs != nil {
+		fmt.Fprintf(&b, " on supervisor %s", rs.Address)
+	}
+	b.WriteString(")\n")
 	fmt.Fprintf(&b, "Matched keywords: %s\n", strings.Join(p.keywords, ", "))
 	fmt.Fprintf(&b, "Hits: %d in entries #%d-#%d (evaluated up to #%d)", p.hits, p.firstCursor, p.lastCursor, covered)
 	if len(p.excerpts) < p.hits {

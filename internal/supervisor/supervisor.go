@@ -218,7 +218,8 @@ func Run(ctx context.Context, cfg Config) error {
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	remoteTargets := &remote.Dialer{Secrets: secretStore, Logger: log}
-	builtinTools.Advisor = startMonitors(ctrlCtx, st, transcripts, sessions, attribution, remoteTargets, api, log)
+	monitors := startMonitors(ctrlCtx, st, transcripts, sessions, attribution, remoteTargets, api, log)
+	builtinTools.Advisor, builtinTools.Remote = monitors, monitors
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
 		Egress: egressSrv, Secrets: secretStore, Budget: ledger, ToolBinary: toolSvc.binary, Leases: toolSvc.leases,

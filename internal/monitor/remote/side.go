@@ -78,6 +78,15 @@ func (s *Side) Last(ctx context.Context, c monitor.TargetConversation) (int64, e
 	}
 }
 
+// Read returns up to limit entries with Cursor >= from.
+func (s *Side) Read(ctx context.Context, c monitor.TargetConversation, from int64, limit int) ([]transcriptwire.Entry, error) {
+	page, err := s.c.TranscriptPage(ctx, s.ns, c.Name, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return page.Items, nil
+}
+
 // Inject sends text as monitor's advice (the remote supervisor prefixes and
 // attributes it). A conversation that is not live is the server's 409.
 func (s *Side) Inject(ctx context.Context, c monitor.TargetConversation, monitor, text string) error {
