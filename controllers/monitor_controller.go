@@ -19,6 +19,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/monitor/breaker"
 	"aicli.dev/aicli/internal/monitor/match"
+	"aicli.dev/aicli/internal/monitor/remote"
 	"aicli.dev/aicli/internal/storeclient"
 )
 
@@ -31,6 +32,9 @@ import (
 // the breaker's counts into the same status.
 type MonitorAttachmentReconciler struct {
 	Client *storeclient.Client
+	// Remote reaches the supervisors of remote targets (spec.target.supervisor)
+	// through their public API; nil serves none.
+	Remote *remote.Dialer
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
@@ -42,14 +46,21 @@ type MonitorAttachmentReconciler struct {
 
 type monitorScope struct {
 	att *v1alpha1.MonitorAttachment
+	// remote is what this pass learnt from a remote target's supervisor.
+	remote *remoteProbe
 }
 
-func (r *MonitorAttachmentReconciler) phases() []phase[*monitorScope] {
-	return []phase[*monitorScope]{
-		{condition: v1alpha1.ConditionReferencesResolved, run: r.reconcileReferences},
-		{condition: v1alpha1.ConditionTriggerReady, run: r.reconcileTrigger},
-		{condition: v1alpha1.ConditionBreakerClosed, run: r.reconcileBreaker, always: true},
+// phases are the attachment's sub-reconcilers; a remote target first asks
+// its supervisor (TargetReachable).
+func (r *MonitorAttachmentReconciler) phases(a *v1alpha1.MonitorAttachment) []phase[*monitorScope] {
+	var ps []phase[*monitorScope]
+	if a.Spec.Target.Supervisor != nil {
+		ps = append(ps, phase[*monitorScope]{condition: v1alpha1.ConditionTargetReachable, run: r.reconcileReachable})
 	}
+	return append(ps,
+		phase[*monitorScope]{condition: v1alpha1.ConditionReferencesResolved, run: r.reconcileReferences},
+		phase[*monitorScope]{condition: v1alpha1.ConditionTriggerReady, run: r.reconcileTrigger},
+		phase[*monitorScope]{condition: v1alpha1.ConditionBreakerClosed, run: r.reconcileBreaker, always: true})
 }
 
 func (r *MonitorAttachmentReconciler) now() time.Time {
@@ -77,19 +88,30 @@ func (r *MonitorAttachmentReconciler) Reconcile(ctx context.Context, req reconci
 		markProgress(&a.Status.Conditions, a.Generation, out)
 		retErr = errors.Join(retErr, r.writeStatus(ctx, a, before))
 	}()
-	out = runPhases(ctx, &monitorScope{att: a}, &a.Status.Conditions, a.Generation, false, r.phases())
+	out = runPhases(ctx, &monitorScope{att: a}, &a.Status.Conditions, a.Generation, false, r.phases(a))
+	if a.Spec.Target.Supervisor != nil {
+		out.result = mergeResults(out.result, reconcile.Result{RequeueAfter: RemotePoll})
+	}
 	return out.result, out.err
 }
 
 // reconcileReferences: the monitor agent, the target agent and (when named)
 // the target conversation exist; status.conversations lists the watched
-// target conversations. A remote target is not served yet.
+// target conversations. A remote target is checked on its supervisor
+// (remoteReferences).
 func (r *MonitorAttachmentReconciler) reconcileReferences(ctx context.Context, s *monitorScope) (reconcile.Result, error) {
 	a := s.att
 	if a.Spec.Target.Supervisor != nil {
-		return reconcile.Result{}, stalled(v1alpha1.ReasonNotImplemented,
-			"spec.target.supervisor: remote targets are not served yet")
+		err := r.Client.Get(ctx, a.Namespace, a.Spec.Monitor, &v1alpha1.Agent{})
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, stalled(v1alpha1.ReasonAgentNotFound, "spec.monitor: agent %q does not exist in namespace %q",
+				a.Spec.Monitor, a.Namespace)
+		} else if err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.remoteReferences(ctx, s)
 	}
+	meta.RemoveStatusCondition(&a.Status.Conditions, v1alpha1.ConditionTargetReachable)
 	for _, ref := range []struct{ field, name, reason string }{
 		{"spec.monitor", a.Spec.Monitor, v1alpha1.ReasonAgentNotFound},
 		{"spec.target.agent", a.Spec.Target.Agent, v1alpha1.ReasonTargetNotFound},
@@ -229,8 +251,13 @@ func (r *MonitorAttachmentReconciler) reconcileBreaker(_ context.Context, s *mon
 }
 
 func (r *MonitorAttachmentReconciler) writeStatus(ctx context.Context, a *v1alpha1.MonitorAttachment, before *v1alpha1.MonitorAttachmentStatus) error {
-	summarizeReady(&a.Status.Conditions, a.Generation, v1alpha1.ConditionReferencesResolved, v1alpha1.ConditionTriggerReady,
-		v1alpha1.ConditionBreakerClosed)
+	deps := []string{v1alpha1.ConditionReferencesResolved, v1alpha1.ConditionTriggerReady, v1alpha1.ConditionBreakerClosed}
+	if a.Spec.Target.Supervisor != nil {
+		// While the supervisor is unreachable the last known references stand
+		// and Ready says it is unreachable.
+		deps = append(deps[:1], append([]string{v1alpha1.ConditionTargetReachable}, deps[1:]...)...)
+	}
+	summarizeReady(&a.Status.Conditions, a.Generation, deps...)
 	a.Status.ObservedGeneration = a.Generation
 	if equality.Semantic.DeepEqual(before, &a.Status) {
 		return nil

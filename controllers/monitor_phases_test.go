@@ -94,11 +94,11 @@ func TestMonitorAttachmentReferences(t *testing.T) {
 	e.reconcile("one")
 	e.want("one", v1alpha1.ConditionReferencesResolved, metav1.ConditionFalse, v1alpha1.ReasonTargetNotFound, `spec.target.conversation: conversation "nope"`)
 
-	// A remote target is not served yet.
+	// Without a way to reach other supervisors a remote target is not served.
 	e.h.create("monitorattachments", `{"apiVersion":"aicli.dev/v1alpha1","kind":"MonitorAttachment","metadata":{"name":"remote"},`+
 		`"spec":{"monitor":"watcher","target":{"agent":"worker","supervisor":{"address":"https://x:1","tokenSecret":"t"}},"trigger":{"keywords":[{"text":"panic"}]}}}`)
 	e.reconcile("remote")
-	e.want("remote", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotImplemented, "remote targets are not served yet")
+	e.want("remote", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNotImplemented, "serves no remote targets")
 }
 
 func TestMonitorAttachmentTriggerCompiledPerGeneration(t *testing.T) {

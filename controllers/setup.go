@@ -20,6 +20,7 @@ import (
 	"aicli.dev/aicli/internal/authority"
 	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/monitor/remote"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/transcript"
@@ -68,6 +69,8 @@ type Options struct {
 	MailChanged *ChangeHook
 	// Attribution, when set, learns the speaker (mail:<agent>) of the mail delivered into conversations.
 	Attribution *transcript.Attribution
+	// Remote reaches the supervisors of monitors' remote targets through their public API.
+	Remote *remote.Dialer
 }
 
 // Start builds every controller and runs them until ctx ends.
@@ -108,7 +111,7 @@ func Start(ctx context.Context, opts Options) error {
 		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}},
 		{"conversation", "conversations", convReconciler, nil},
 		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}},
-		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c}, nil},
+		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c, Remote: opts.Remote}, nil},
 	}
 	skip := opts.SkipNameValidation
 	for _, s := range specs {

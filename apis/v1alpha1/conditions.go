@@ -41,6 +41,9 @@ const (
 	ConditionBreakerClosed = "BreakerClosed"
 	// ConditionTriggerReady reports that a monitor's trigger compiled (keywords, modes, speakers).
 	ConditionTriggerReady = "TriggerReady"
+	// ConditionTargetReachable reports that the supervisor homing a monitor's
+	// remote target (spec.target.supervisor) answers its public API.
+	ConditionTargetReachable = "TargetReachable"
 )
 
 // Condition reasons shared by every kind.
@@ -61,6 +64,10 @@ const (
 	ReasonPeerNotFound = "PeerNotFound"
 	// ReasonTargetNotFound: a monitor's target does not exist.
 	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetUnreachable: the supervisor homing a monitor's remote target cannot be reached.
+	ReasonTargetUnreachable = "TargetUnreachable"
+	// ReasonTokenRejected: the remote supervisor refused the token of spec.target.supervisor.tokenSecret (401/403).
+	ReasonTokenRejected = "TokenRejected"
 	// ReasonHumanlessCycles: a monitor's breaker tripped at maxConsecutiveHumanless wake→inject cycles.
 	ReasonHumanlessCycles = "HumanlessCycles"
 	// ReasonWakeRate: a monitor's breaker tripped at its rate backstop.

@@ -210,6 +210,18 @@ type MonitorAttachmentStatus struct {
 type MonitoredConversation struct {
 	// target names the target conversation.
 	Target string `json:"target"`
+	// uid is the target conversation's uid on the supervisor homing it.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// archived is true once the target conversation is archived: it is no
+	// longer followed.
+	// +optional
+	Archived bool `json:"archived,omitempty"`
+	// created is the target conversation's creationTimestamp on the
+	// supervisor homing it: one created before the attachment is watched
+	// from when the attachment first saw it, not from its beginning.
+	// +optional
+	Created *metav1.Time `json:"created,omitempty"`
 	// monitor names the monitor's conversation for it (once it woke).
 	// +optional
 	Monitor string `json:"monitor,omitempty"`

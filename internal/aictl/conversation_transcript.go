@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,19 +55,14 @@ func newTranscriptCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *transcriptOptions) run(ctx context.Context, g *globalOptions, cl *client.Client, name string) error {
-	base := client.ResourcePath(conversationsPlural, g.ns(), name, wire.SubTranscript)
 	out := bufio.NewWriter(g.streams.Out)
 	defer out.Flush()
 	next := max(o.from, 1)
 	if !o.follow {
 		for {
-			data, err := cl.DoRaw(ctx, http.MethodGet, fmt.Sprintf("%s?from=%d&limit=%d", base, next, wire.MaxTranscriptLimit), "", nil)
+			page, err := cl.TranscriptPage(ctx, g.ns(), name, next, wire.MaxTranscriptLimit)
 			if err != nil {
 				return &opError{op: "transcript of " + name, err: err}
-			}
-			var page wire.TranscriptPage
-			if err := json.Unmarshal(data, &page); err != nil {
-				return fmt.Errorf("transcript of %s: decoding: %w", name, err)
 			}
 			for _, e := range page.Items {
 				if err := o.print(out, e); err != nil {
@@ -82,55 +75,20 @@ func (o *transcriptOptions) run(ctx context.Context, g *globalOptions, cl *clien
 			next = page.NextCursor
 		}
 	}
-	var backoff client.Backoff
-	for {
-		progressed, err := o.stream(ctx, cl, base, &next, out)
-		if ctx.Err() != nil {
-			return nil
+	var printErr error
+	err := cl.FollowTranscript(ctx, g.ns(), name, next, func(e transcriptwire.Entry) error {
+		if printErr = o.print(out, e); printErr == nil {
+			printErr = out.Flush()
 		}
-		if err != nil {
-			return &opError{op: "transcript of " + name, err: err}
-		}
-		if progressed {
-			backoff.Reset()
-		}
-		if !backoff.Wait(ctx) {
-			return nil
-		}
+		return printErr
+	}, nil)
+	switch {
+	case printErr != nil:
+		return printErr
+	case err != nil:
+		return &opError{op: "transcript of " + name, err: err}
 	}
-}
-
-// stream prints one follow stream until it ends, advancing *next past every
-// printed entry so that the next stream resumes right after it.
-func (o *transcriptOptions) stream(ctx context.Context, cl *client.Client, base string, next *int64, out *bufio.Writer) (bool, error) {
-	resp, err := cl.Do(ctx, http.MethodGet, fmt.Sprintf("%s?follow=true&from=%d", base, *next), "", nil)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	progressed := false
-	for {
-		var e transcriptwire.Entry
-		if err := dec.Decode(&e); err != nil {
-			var syntaxErr *json.SyntaxError
-			var typeErr *json.UnmarshalTypeError
-			if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-				return progressed, fmt.Errorf("decoding the transcript stream: %w", err)
-			}
-			return progressed, nil // the stream ended or was cut: resume
-		}
-		if e.Cursor < *next {
-			continue
-		}
-		if err := o.print(out, e); err != nil {
-			return progressed, err
-		}
-		if err := out.Flush(); err != nil {
-			return progressed, err
-		}
-		*next, progressed = e.Cursor+1, true
-	}
+	return nil
 }
 
 // print writes one entry: a JSON line, or "[cursor] speaker: text" with

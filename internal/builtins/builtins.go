@@ -45,6 +45,8 @@ type Server struct {
 	History     History
 	// Advisor delivers monitors' advice (the advise built-in).
 	Advisor Advisor
+	// Remote reads monitors' remote target conversations (transcript-read).
+	Remote RemoteTranscripts
 }
 
 var _ tools.Builtins = (*Server)(nil)

@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,13 @@ import (
 // Transcripts reads committed transcripts (transcript.StoreLog).
 type Transcripts interface {
 	Read(ctx context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error)
+}
+
+// RemoteTranscripts reads the transcripts of monitors' remote targets
+// (monitor.Service): ok is false when conversation is no remote target
+// conversation of an attachment whose monitor is agent.
+type RemoteTranscripts interface {
+	ReadRemote(ctx context.Context, ns, agent, conversation string, from int64, limit int) (entries []transcriptwire.Entry, ok bool, err error)
 }
 
 // transcript-read page sizes.
@@ -43,11 +51,21 @@ func (c *call) transcriptRead(ctx context.Context, raw []string) error {
 	if err != nil {
 		return err
 	}
-	conv, err := c.observable(ctx, a.pos[0])
-	if err != nil {
-		return err
+	name := a.pos[0]
+	conv, err := c.observable(ctx, name)
+	var entries []transcriptwire.Entry
+	var f *failure
+	switch {
+	case errors.As(err, &f) && f.code == exitFailed && c.s.Remote != nil:
+		// Not here: a remote target conversation of a monitor this agent is.
+		var ok bool
+		entries, ok, err = c.s.Remote.ReadRemote(ctx, c.auth.Namespace, c.auth.Agent, name, int64(max(from, 1)), int(limit))
+		if !ok && err == nil {
+			err = f
+		}
+	case err == nil:
+		entries, err = c.s.Transcripts.Read(ctx, string(conv.UID), int64(max(from, 1)), int(limit))
 	}
-	entries, err := c.s.Transcripts.Read(ctx, string(conv.UID), int64(max(from, 1)), int(limit))
 	if err != nil {
 		return err
 	}
@@ -57,9 +75,9 @@ func (c *call) transcriptRead(ctx context.Context, raw []string) error {
 	}
 	switch {
 	case len(entries) == 0:
-		c.printf("no entries from cursor %d in conversation %s\n", max(from, 1), conv.Name)
+		c.printf("no entries from cursor %d in conversation %s\n", max(from, 1), name)
 	case len(entries) == int(limit):
-		c.printf("(more: transcript-read %s --from %d)\n", conv.Name, entries[len(entries)-1].Cursor+1)
+		c.printf("(more: transcript-read %s --from %d)\n", name, entries[len(entries)-1].Cursor+1)
 	}
 	return nil
 }

@@ -105,17 +105,23 @@ func isLoopback(host string) bool {
 
 func tlsConfig(cfg Config) (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // opt-in flag
+	if cfg.CAFile == "" && len(cfg.CAData) == 0 {
+		return t, nil
+	}
+	pool := x509.NewCertPool()
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("certificate authority: %w", err)
 		}
-		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("certificate authority %s: no PEM certificates found", cfg.CAFile)
 		}
-		t.RootCAs = pool
 	}
+	if len(cfg.CAData) > 0 && !pool.AppendCertsFromPEM(cfg.CAData) {
+		return nil, errors.New("certificate authority data: no PEM certificates found")
+	}
+	t.RootCAs = pool
 	return t, nil
 }
 

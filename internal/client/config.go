@@ -27,6 +27,8 @@ type Config struct {
 	Token string
 	// CAFile is a PEM bundle used to verify an HTTPS server's certificate.
 	CAFile string
+	// CAData is a PEM bundle used like CAFile (both may be set).
+	CAData []byte
 	// InsecureSkipVerify turns off verification of the HTTPS server's certificate.
 	InsecureSkipVerify bool
 	// Timeout bounds each non-streaming request; zero means DefaultTimeout,

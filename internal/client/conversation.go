@@ -146,7 +146,19 @@ func (c *Client) WaitConversationLive(ctx context.Context, namespace, name strin
 // A conversation that is not live is the server's 409 Conflict, whose
 // message names the next step.
 func (c *Client) Send(ctx context.Context, namespace, name, text string) error {
-	body, err := json.Marshal(wire.SendRequest{Text: text})
+	return c.send(ctx, namespace, name, wire.SendRequest{Text: text})
+}
+
+// SendAdvice is Send of monitor agent monitor's advice (cross-supervisor
+// monitors): the server prefixes text with the advice prefix and attributes
+// it to speaker injected:<monitor>. A conversation that is not live is the
+// server's 409 Conflict.
+func (c *Client) SendAdvice(ctx context.Context, namespace, name, monitor, text string) error {
+	return c.send(ctx, namespace, name, wire.SendRequest{Text: text, Monitor: monitor})
+}
+
+func (c *Client) send(ctx context.Context, namespace, name string, req wire.SendRequest) error {
+	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}

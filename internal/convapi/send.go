@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"aicli.dev/aicli/guest/ptyapi"
@@ -35,7 +36,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	text, err := readMessage(r, t.name)
+	text, speaker, err := readMessage(r, t.name)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
@@ -60,7 +61,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 	}
 	uid := string(t.obj.GetUID())
 	if a.opts.Attribution != nil {
-		a.opts.Attribution.Expect(uid, transcriptwire.SpeakerHuman, text)
+		a.opts.Attribution.Expect(uid, speaker, text)
 	}
 	if err := pty.SendMessage(r.Context(), text); err != nil {
 		apiserver.WriteError(w, a.guestError(t, "send", err))
@@ -128,45 +129,58 @@ func (a *API) awaitBusy(ctx context.Context, t *target) {
 	}
 }
 
-// readMessage reads the message text of a send request: a JSON SendRequest,
-// or the body itself for text/plain. Too large is a 413 and empty a 400, both
-// before anything reaches the guest.
-func readMessage(r *http.Request, name string) (string, error) {
+// readMessage reads the message text of a send request and its speaker: a
+// JSON SendRequest, or the body itself for text/plain (spoken by human). A
+// request naming a monitor is that monitor's advice: the text gets the
+// advice prefix and the speaker is injected:<monitor>. Too large (prefix
+// included) is a 413, empty or a bad monitor name a 400, all before anything
+// reaches the guest.
+func readMessage(r *http.Request, name string) (text, speaker string, err error) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	limit := int64(maxJSONSendBody)
 	plain := ct == "text/plain"
 	if plain {
 		limit = ptyapi.MaxMessageBytes
 	} else if ct != "" && ct != "application/json" {
-		return "", conversationError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, name,
+		return "", "", conversationError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, name,
 			fmt.Sprintf("Content-Type %q is not supported: send application/json {\"text\": \"…\"} or text/plain", ct))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return "", apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+		return "", "", apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
 	if int64(len(body)) > limit {
-		return "", tooLarge(name)
+		return "", "", tooLarge(name)
 	}
-	text := string(body)
+	text, speaker = string(body), transcriptwire.SpeakerHuman
 	if !plain {
 		var req wire.SendRequest
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			return "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
+			return "", "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
 				fmt.Sprintf("send body must be {\"text\": \"…\"}: %v", err))
 		}
 		text = req.Text
+		if req.Monitor != "" {
+			if msgs := validation.IsDNS1123Label(req.Monitor); len(msgs) > 0 {
+				return "", "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
+					fmt.Sprintf("monitor %q: %s", req.Monitor, strings.Join(msgs, "; ")))
+			}
+			if strings.TrimSpace(text) != "" {
+				text = transcriptwire.AdvicePrefix(req.Monitor) + text
+			}
+			speaker = transcriptwire.SpeakerInjectedPrefix + req.Monitor
+		}
 	}
 	if len(text) > ptyapi.MaxMessageBytes {
-		return "", tooLarge(name)
+		return "", "", tooLarge(name)
 	}
 	if strings.TrimSpace(text) == "" {
-		return "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
+		return "", "", conversationError(http.StatusBadRequest, metav1.StatusReasonBadRequest, name,
 			fmt.Sprintf("conversation %s: the message is empty: nothing to send", name))
 	}
-	return text, nil
+	return text, speaker, nil
 }
 
 func tooLarge(name string) error {

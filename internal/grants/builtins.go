@@ -69,7 +69,7 @@ func Builtins(agent *v1alpha1.Agent, all []v1alpha1.Grant, attachments []v1alpha
 			break
 		}
 	}
-	if has(func(g *v1alpha1.Grant) bool { return len(g.Spec.Observe) > 0 }) || len(monitoring(agent.Name, attachments)) > 0 {
+	if has(func(g *v1alpha1.Grant) bool { return len(g.Spec.Observe) > 0 }) || len(monitoring(agent.Name, attachments, true)) > 0 {
 		names = append(names, TranscriptSearch, TranscriptRead)
 	}
 	if MayAdvise(agent.Name, attachments) {
@@ -111,16 +111,16 @@ func Observed(agent string, all []v1alpha1.Grant, attachments []v1alpha1.Monitor
 	for _, g := range held(all, agent) {
 		out = append(out, g.Spec.Observe...)
 	}
-	for _, a := range monitoring(agent, attachments) {
+	for _, a := range monitoring(agent, attachments, false) {
 		out = append(out, v1alpha1.TargetRef{Agent: a.Spec.Target.Agent, Conversation: a.Spec.Target.Conversation})
 	}
 	return out
 }
 
-// MayAdvise reports whether agent is the monitor of a local MonitorAttachment
-// in Advise mode (may-inject).
+// MayAdvise reports whether agent is the monitor of a MonitorAttachment (its
+// target local or on another supervisor) in Advise mode (may-inject).
 func MayAdvise(agent string, attachments []v1alpha1.MonitorAttachment) bool {
-	for _, a := range monitoring(agent, attachments) {
+	for _, a := range monitoring(agent, attachments, true) {
 		if a.Spec.Mode != v1alpha1.MonitorWatchOnly {
 			return true
 		}
@@ -128,12 +128,16 @@ func MayAdvise(agent string, attachments []v1alpha1.MonitorAttachment) bool {
 	return false
 }
 
-// monitoring returns the local-target attachments whose monitor is agent.
-func monitoring(agent string, attachments []v1alpha1.MonitorAttachment) []*v1alpha1.MonitorAttachment {
+// monitoring returns the attachments whose monitor is agent: those with a
+// local target, and with remote ones too when remote is set (a remote
+// target's agent name means nothing on this supervisor, so it never grants
+// reading a local conversation; transcript-read reaches it through the
+// monitor service).
+func monitoring(agent string, attachments []v1alpha1.MonitorAttachment, remote bool) []*v1alpha1.MonitorAttachment {
 	var out []*v1alpha1.MonitorAttachment
 	for i := range attachments {
 		a := &attachments[i]
-		if a.Spec.Monitor == agent && a.Spec.Target.Supervisor == nil && a.DeletionTimestamp == nil {
+		if a.Spec.Monitor == agent && (remote || a.Spec.Target.Supervisor == nil) && a.DeletionTimestamp == nil {
 			out = append(out, a)
 		}
 	}

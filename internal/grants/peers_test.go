@@ -151,8 +151,12 @@ func TestMonitorAttachmentsMountAdviseAndObserve(t *testing.T) {
 	}
 	remote := att(v1alpha1.MonitorAdvise, "")
 	remote.Spec.Target.Supervisor = &v1alpha1.RemoteSupervisor{Address: "https://x", TokenSecret: "t"}
-	if got := names(remote); got != nil {
+	if got := names(remote); !reflect.DeepEqual(got, []string{"advise", "transcript-read", "transcript-search"}) {
 		t.Fatalf("remote target: %v", got)
+	}
+	// A remote target's agent name means nothing here: it grants reading no local conversation.
+	if MayObserve("m", nil, []v1alpha1.MonitorAttachment{remote}, "w", "c1") {
+		t.Fatal("a remote attachment lets its monitor read a local namesake's conversation")
 	}
 	one := []v1alpha1.MonitorAttachment{att(v1alpha1.MonitorWatchOnly, "c1")}
 	if !MayObserve("m", nil, one, "w", "c1") || MayObserve("m", nil, one, "w", "c2") || MayObserve("other", nil, one, "w", "c1") {

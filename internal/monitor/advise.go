@@ -4,17 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"aicli.dev/aicli/apis/v1alpha1"
-	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/monitor/breaker"
-	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
-
-// AdvicePrefix is what the supervisor puts before a monitor's advice:
-// `[Advice from monitor "m"]: ` (platform-applied: a monitor cannot pass as the user).
-func AdvicePrefix(monitor string) string { return fmt.Sprintf("[Advice from monitor %q]: ", monitor) }
 
 // Refusal is an advise call the supervisor refuses; the message says why.
 type Refusal struct{ Msg string }
@@ -60,30 +52,13 @@ func (s *Service) Advise(ctx context.Context, ns, monitor, conversation, text st
 		return "", refuse("refused: the breaker of monitor attachment %q is open (%s); only a human re-arms it: aictl monitor rearm %s",
 			a.Name, a.Status.TrippedReason, a.Name)
 	}
-	conv := &v1alpha1.Conversation{}
-	err := s.Client.Get(ctx, ns, target, conv)
-	if apierrors.IsNotFound(err) {
-		return "", refuse("refused: target conversation %q no longer exists", target)
-	} else if err != nil {
+	side, err := s.side(a)
+	if err != nil {
 		return "", err
 	}
-	pty, live := s.Guests.PTY(string(conv.UID))
-	if conv.Spec.DesiredState != v1alpha1.ConversationActive || !live {
-		return "", refuse("refused: target conversation %q is not live (it is %s): advice is delivered only into a running conversation",
-			target, conv.Spec.DesiredState)
+	if err := side.Inject(ctx, targetConversation(a, target), monitor, text); err != nil {
+		return "", injectError(target, err)
 	}
-	msg := AdvicePrefix(monitor) + text
-	if len(msg) > ptyapi.MaxMessageBytes {
-		return "", refuse("refused: the advice exceeds %d bytes", ptyapi.MaxMessageBytes-len(AdvicePrefix(monitor)))
-	}
-	uid := string(conv.UID)
-	if s.Attribution != nil {
-		s.Attribution.Expect(uid, transcriptwire.SpeakerInjectedPrefix+monitor, msg)
-	}
-	if err := pty.SendMessage(ctx, msg); err != nil {
-		return "", fmt.Errorf("delivering the advice to %s: %w", target, err)
-	}
-	s.markBusy(uid)
 	st := s.stateOf(a)
 	tripped := false
 	a, err = s.mutate(ctx, st, ns, a.Name, func(a *v1alpha1.MonitorAttachment) error {

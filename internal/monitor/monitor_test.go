@@ -78,6 +78,8 @@ type env struct {
 	running context.CancelFunc
 	done    chan struct{}
 	svc     *Service
+	// remote opens remote target sides (nil: none).
+	remote RemoteTargets
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -160,7 +162,7 @@ func (e *env) start() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.svc = &Service{Client: e.c, Watch: e.st, Transcripts: e.log, Guests: e.guests, Attribution: e.attrib, Logger: slog.New(slog.DiscardHandler),
-		FlushInterval: 20 * time.Millisecond, Resync: 100 * time.Millisecond, Poll: 5 * time.Millisecond}
+		FlushInterval: 20 * time.Millisecond, Resync: 100 * time.Millisecond, Poll: 5 * time.Millisecond, Remote: e.remote}
 	e.running, e.done = cancel, make(chan struct{})
 	go func() {
 		defer close(e.done)

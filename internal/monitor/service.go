@@ -61,7 +61,10 @@ type Service struct {
 	// trigger:<attachment> in monitor conversations, injected:<monitor> in
 	// target conversations.
 	Attribution *transcript.Attribution
-	Logger      *slog.Logger
+	// Remote opens the target side of attachments with
+	// spec.target.supervisor (nil: such attachments are not served).
+	Remote RemoteTargets
+	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// FlushInterval is how often evaluated cursors are written (at most;
@@ -195,10 +198,11 @@ func (s *Service) watch(ctx context.Context, resource string) {
 	}
 }
 
-// eligible reports whether the loop serves the attachment: a local target,
-// references resolved and the trigger compiled for its generation.
+// eligible reports whether the loop serves the attachment: references
+// resolved and the trigger compiled for its generation (a remote target
+// keeps being followed while it is unreachable: the follows retry).
 func eligible(a *v1alpha1.MonitorAttachment) bool {
-	if a.DeletionTimestamp != nil || a.Spec.Target.Supervisor != nil {
+	if a.DeletionTimestamp != nil {
 		return false
 	}
 	for _, t := range []string{v1alpha1.ConditionReferencesResolved, v1alpha1.ConditionTriggerReady} {
@@ -240,6 +244,10 @@ func (s *Service) sync(ctx context.Context) {
 			continue
 		}
 		seen[a.UID] = true
+		if a.Spec.Target.Supervisor != nil {
+			s.wantRemote(ctx, a, st, want)
+			continue
+		}
 		for _, mc := range a.Status.Conversations {
 			conv := byName[a.Namespace+"/"+mc.Target]
 			if conv == nil || conv.Spec.DesiredState == v1alpha1.ConversationArchived {
@@ -316,9 +324,31 @@ func rv(a *v1alpha1.MonitorAttachment) uint64 {
 	return n
 }
 
+// wantRemote adds the follows of a remote attachment's target conversations
+// (as the reconciler recorded them from the remote catalog) to want.
+func (s *Service) wantRemote(ctx context.Context, a *v1alpha1.MonitorAttachment, st *attState, want map[string]func()) {
+	for _, mc := range a.Status.Conversations {
+		if mc.Archived || mc.UID == "" {
+			continue
+		}
+		key := string(a.UID) + "/" + mc.UID
+		uid, target, from := mc.UID, mc.Target, mc.Cursor
+		fromNow := from == 0 && mc.LastWake == nil && mc.Created != nil && !mc.Created.After(a.CreationTimestamp.Time)
+		want[key] = func() { s.startFollow(ctx, key, st, target, uid, from, fromNow) }
+	}
+}
+
 func (s *Service) startFollow(ctx context.Context, key string, st *attState, target, uid string, cursor int64, fromNow bool) {
+	st.mu.Lock()
+	side, err := s.side(st.obj)
+	st.mu.Unlock()
+	if err != nil {
+		s.log().Warn("monitor: reaching the target", "conversation", target, "err", err)
+		return
+	}
+	conv := TargetConversation{Name: target, UID: uid}
 	if fromNow {
-		last, err := s.Transcripts.Last(ctx, uid)
+		last, err := side.Last(ctx, conv)
 		if err != nil {
 			s.log().Warn("monitor: reading a transcript's end", "conversation", target, "err", err)
 			return
@@ -356,7 +386,7 @@ func (s *Service) startFollow(ctx context.Context, key string, st *attState, tar
 	st.mu.Unlock()
 	go func() {
 		defer close(f.done)
-		ch, err := s.Transcripts.Subscribe(ctx, uid, from)
+		ch, err := side.Follow(ctx, conv, from)
 		if err != nil {
 			s.log().Warn("monitor: following a transcript", "conversation", target, "err", err)
 			s.mu.Lock()

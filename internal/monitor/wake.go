@@ -440,12 +440,14 @@ func (s *Service) trip(ctx context.Context, st *attState, a *v1alpha1.MonitorAtt
 	}
 	s.log().Warn("monitor breaker tripped; both conversations paused", "namespace", a.Namespace, "attachment", a.Name,
 		"target", target, "monitorConversation", monitorConv, "reason", a.Status.TrippedReason)
-	for _, name := range []string{target, monitorConv} {
-		if name == "" {
-			continue
-		}
-		if err := s.pause(ctx, a.Namespace, name); err != nil {
-			s.log().Error("monitor: pausing after a trip", "namespace", a.Namespace, "conversation", name, "err", err)
+	if side, err := s.side(a); err != nil {
+		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", target, "err", err)
+	} else if err := side.Pause(ctx, targetConversation(a, target)); err != nil {
+		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", target, "err", err)
+	}
+	if monitorConv != "" {
+		if err := s.pause(ctx, a.Namespace, monitorConv); err != nil {
+			s.log().Error("monitor: pausing after a trip", "namespace", a.Namespace, "conversation", monitorConv, "err", err)
 		}
 	}
 }
@@ -486,7 +488,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 func TriggerMessage(a *v1alpha1.MonitorAttachment, p *pendingWake, covered int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Monitor trigger: attachment %q]\n", a.Name)
-	fmt.Fprintf(&b, "Target conversation: %s (agent %q)\n", p.target, a.Spec.Target.Agent)
+	fmt.Fprintf(&b, "Target conversation: %s (agent %q", p.target, a.Spec.Target.Agent)
+	if rs := a.Spec.Target.Supervisor; rs != nil {
+		fmt.Fprintf(&b, " on supervisor %s", rs.Address)
+	}
+	b.WriteString(")\n")
 	fmt.Fprintf(&b, "Matched keywords: %s\n", strings.Join(p.keywords, ", "))
 	fmt.Fprintf(&b, "Hits: %d in entries #%d-#%d (evaluated up to #%d)", p.hits, p.firstCursor, p.lastCursor, covered)
 	if len(p.excerpts) < p.hits {

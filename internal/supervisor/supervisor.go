@@ -34,6 +34,7 @@ import (
 	"aicli.dev/aicli/internal/imagebuild"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/liveguest"
+	"aicli.dev/aicli/internal/monitor/remote"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/runtime/docker"
 	"aicli.dev/aicli/internal/secrets"
@@ -216,11 +217,13 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
-	builtinTools.Advisor = startMonitors(ctrlCtx, st, transcripts, sessions, attribution, api, log)
+	remoteTargets := &remote.Dialer{Secrets: secretStore, Logger: log}
+	monitors := startMonitors(ctrlCtx, st, transcripts, sessions, attribution, remoteTargets, api, log)
+	builtinTools.Advisor, builtinTools.Remote = monitors, monitors
 	if err := controllers.Start(ctrlCtx, controllers.Options{Store: st, DataDir: dir, SupervisorID: id, Logger: log,
 		SkipNameValidation: cfg.skipNameValidation, Runtime: rt, Images: builder, Gateway: gw, Sessions: sessions,
 		Egress: egressSrv, Secrets: secretStore, Budget: ledger, ToolBinary: toolSvc.binary, Leases: toolSvc.leases,
-		Mail: mail.Mailbox, MailChanged: mail.Changed, Attribution: attribution}); err != nil {
+		Mail: mail.Mailbox, MailChanged: mail.Changed, Attribution: attribution, Remote: remoteTargets}); err != nil {
 		return err
 	}
 	reaper := &runtime.Reaper{Runtime: rt, Selector: map[string]string{runtime.LabelSupervisor: id},

@@ -51,6 +51,12 @@ type BudgetView struct {
 type SendRequest struct {
 	// Text is the whole message; it is delivered as one atomic submission.
 	Text string `json:"text"`
+	// Monitor, when set, sends the text as advice of that monitor agent (a
+	// DNS-1123 label): this supervisor prefixes it with
+	// transcriptwire.AdvicePrefix and attributes it to speaker
+	// injected:<monitor> instead of human (cross-supervisor monitors,
+	// docs/monitors.md). The size limit applies to prefix and text together.
+	Monitor string `json:"monitor,omitempty"`
 }
 
 // SendResponse is the 202 reply of POST …/send.

@@ -1,0 +1,9 @@
+package transcriptwire
+
+import "fmt"
+
+// AdvicePrefix is what the supervisor homing a target conversation puts
+// before a monitor's advice: `[Advice from monitor "m"]: `. It is applied by
+// the platform (the local advise path and the attributed send of the public
+// API alike), so a monitor cannot pass as the user.
+func AdvicePrefix(monitor string) string { return fmt.Sprintf("[Advice from monitor %q]: ", monitor) }
