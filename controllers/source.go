@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,15 +30,30 @@ type MapFunc func(ctx context.Context, obj *unstructured.Unstructured) []reconci
 // seen resourceVersion when the watch ends, and from scratch when that
 // version has been compacted away.
 func StoreSource(st Watcher, resource string, log *slog.Logger, mappers ...MapFunc) source.Source {
+	return FilteredStoreSource(st, resource, log, nil, mappers...)
+}
+
+// Unchanged reports whether an update from old to new is of no interest to a
+// controller (a predicate on updates; creations and deletions always pass).
+type Unchanged func(old, new *unstructured.Unstructured) bool
+
+// FilteredStoreSource is StoreSource without the updates unchanged reports
+// (nil: none is dropped). It remembers the last version of every object it
+// saw to compare against.
+func FilteredStoreSource(st Watcher, resource string, log *slog.Logger, unchanged Unchanged, mappers ...MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		go runStoreSource(ctx, st, resource, log, q, mappers)
+		go runStoreSource(ctx, st, resource, log, q, unchanged, mappers)
 		return nil
 	})
 }
 
 func runStoreSource(ctx context.Context, st Watcher, resource string, log *slog.Logger,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request], mappers []MapFunc) {
+	q workqueue.TypedRateLimitingInterface[reconcile.Request], unchanged Unchanged, mappers []MapFunc) {
 	rv := ""
+	var seen map[types.NamespacedName]*unstructured.Unstructured
+	if unchanged != nil {
+		seen = map[types.NamespacedName]*unstructured.Unstructured{}
+	}
 	for ctx.Err() == nil {
 		w, err := st.Watch(ctx, resource, "", store.WatchOptions{ResourceVersion: rv})
 		if err != nil {
@@ -53,13 +69,13 @@ func runStoreSource(ctx context.Context, st Watcher, resource string, log *slog.
 			}
 			continue
 		}
-		rv = drain(ctx, w, rv, q, mappers)
+		rv = drain(ctx, w, rv, q, unchanged, seen, mappers)
 		w.Stop()
 	}
 }
 
-func drain(ctx context.Context, w watch.Interface, rv string,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request], mappers []MapFunc) string {
+func drain(ctx context.Context, w watch.Interface, rv string, q workqueue.TypedRateLimitingInterface[reconcile.Request],
+	unchanged Unchanged, seen map[types.NamespacedName]*unstructured.Unstructured, mappers []MapFunc) string {
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,7 +96,19 @@ func drain(ctx context.Context, w watch.Interface, rv string,
 			if ev.Type == watch.Bookmark {
 				continue
 			}
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}})
+			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			if seen != nil {
+				old := seen[key]
+				if ev.Type == watch.Deleted {
+					delete(seen, key)
+				} else {
+					seen[key] = obj
+				}
+				if ev.Type == watch.Modified && old != nil && unchanged(old, obj) {
+					continue
+				}
+			}
+			q.Add(reconcile.Request{NamespacedName: key})
 			for _, m := range mappers {
 				for _, req := range m(ctx, obj) {
 					q.Add(req)
@@ -88,4 +116,10 @@ func drain(ctx context.Context, w watch.Interface, rv string,
 			}
 		}
 	}
+}
+
+// sameSpec reports whether new has old's spec and deletion mark (an update
+// of status or metadata only).
+func sameSpec(old, new *unstructured.Unstructured) bool {
+	return old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp()) && equality.Semantic.DeepEqual(old.Object["spec"], new.Object["spec"])
 }
