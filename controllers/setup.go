@@ -20,9 +20,11 @@ import (
 	"aicli.dev/aicli/internal/authority"
 	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/monitor"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/watchfilter"
 )
 
 // maxBackoff caps the per-object retry delay after failed reconciles.
@@ -81,7 +83,7 @@ func Start(ctx context.Context, opts Options) error {
 		mappers  []MapFunc
 		// unchanged, when set, drops the updates of the controller's own
 		// resource it reports.
-		unchanged Unchanged
+		unchanged watchfilter.Unchanged
 	}
 	convReconciler, convSource, convTrigger := conversationController(ctx, c, opts)
 	grantTrigger, grantSource := triggerSource(ctx)
@@ -111,7 +113,7 @@ func Start(ctx context.Context, opts Options) error {
 		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}, nil},
 		{"conversation", "conversations", convReconciler, nil, nil},
 		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}, nil},
-		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c}, nil, onlyCursorsMoved},
+		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c}, nil, monitor.OnlyCursorsMoved},
 	}
 	skip := opts.SkipNameValidation
 	for _, s := range specs {
@@ -138,15 +140,15 @@ func Start(ctx context.Context, opts Options) error {
 			extra = []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c)),
 				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c)),
 				// The built-ins an attachment mounts depend on its spec alone.
-				FilteredStoreSource(opts.Store, "monitorattachments", log, sameSpec, conversationsOfMonitor(c))}
+				FilteredStoreSource(opts.Store, "monitorattachments", log, watchfilter.SameSpec, conversationsOfMonitor(c))}
 		case s.name == "agent":
 			extra = []source.Source{agentSource}
 		case s.name == "monitorattachment":
 			// Monitor and target agents appearing or going; target conversations started, archived or deleted.
 			// Their status writes (a live conversation's BUSY/IDLE, an agent's counts) change nothing here.
 			extra = []source.Source{
-				FilteredStoreSource(opts.Store, "agents", log, sameSpec, attachmentsOfAgent(c, (*unstructured.Unstructured).GetName)),
-				FilteredStoreSource(opts.Store, "conversations", log, sameSpec, attachmentsOfAgent(c, func(o *unstructured.Unstructured) string {
+				FilteredStoreSource(opts.Store, "agents", log, watchfilter.SameSpec, attachmentsOfAgent(c, (*unstructured.Unstructured).GetName)),
+				FilteredStoreSource(opts.Store, "conversations", log, watchfilter.SameSpec, attachmentsOfAgent(c, func(o *unstructured.Unstructured) string {
 					a, _, _ := unstructured.NestedString(o.Object, "spec", "agentRef")
 					return a
 				}))}

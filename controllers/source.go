@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/watchfilter"
 )
 
 // Watcher is the part of the event store a watch source needs.
@@ -33,27 +33,18 @@ func StoreSource(st Watcher, resource string, log *slog.Logger, mappers ...MapFu
 	return FilteredStoreSource(st, resource, log, nil, mappers...)
 }
 
-// Unchanged reports whether an update from old to new is of no interest to a
-// controller (a predicate on updates; creations and deletions always pass).
-type Unchanged func(old, new *unstructured.Unstructured) bool
-
 // FilteredStoreSource is StoreSource without the updates unchanged reports
-// (nil: none is dropped). It remembers the last version of every object it
-// saw to compare against.
-func FilteredStoreSource(st Watcher, resource string, log *slog.Logger, unchanged Unchanged, mappers ...MapFunc) source.Source {
+// (nil: none is dropped).
+func FilteredStoreSource(st Watcher, resource string, log *slog.Logger, unchanged watchfilter.Unchanged, mappers ...MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		go runStoreSource(ctx, st, resource, log, q, unchanged, mappers)
+		go runStoreSource(ctx, st, resource, log, q, watchfilter.New(unchanged), mappers)
 		return nil
 	})
 }
 
 func runStoreSource(ctx context.Context, st Watcher, resource string, log *slog.Logger,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request], unchanged Unchanged, mappers []MapFunc) {
+	q workqueue.TypedRateLimitingInterface[reconcile.Request], filter *watchfilter.Filter, mappers []MapFunc) {
 	rv := ""
-	var seen map[types.NamespacedName]*unstructured.Unstructured
-	if unchanged != nil {
-		seen = map[types.NamespacedName]*unstructured.Unstructured{}
-	}
 	for ctx.Err() == nil {
 		w, err := st.Watch(ctx, resource, "", store.WatchOptions{ResourceVersion: rv})
 		if err != nil {
@@ -69,13 +60,13 @@ func runStoreSource(ctx context.Context, st Watcher, resource string, log *slog.
 			}
 			continue
 		}
-		rv = drain(ctx, w, rv, q, unchanged, seen, mappers)
+		rv = drain(ctx, w, rv, q, filter, mappers)
 		w.Stop()
 	}
 }
 
-func drain(ctx context.Context, w watch.Interface, rv string, q workqueue.TypedRateLimitingInterface[reconcile.Request],
-	unchanged Unchanged, seen map[types.NamespacedName]*unstructured.Unstructured, mappers []MapFunc) string {
+func drain(ctx context.Context, w watch.Interface, rv string,
+	q workqueue.TypedRateLimitingInterface[reconcile.Request], filter *watchfilter.Filter, mappers []MapFunc) string {
 	for {
 		select {
 		case <-ctx.Done():
@@ -93,22 +84,10 @@ func drain(ctx context.Context, w watch.Interface, rv string, q workqueue.TypedR
 				continue
 			}
 			rv = obj.GetResourceVersion()
-			if ev.Type == watch.Bookmark {
+			if ev.Type == watch.Bookmark || !filter.Pass(ev) {
 				continue
 			}
-			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-			if seen != nil {
-				old := seen[key]
-				if ev.Type == watch.Deleted {
-					delete(seen, key)
-				} else {
-					seen[key] = obj
-				}
-				if ev.Type == watch.Modified && old != nil && unchanged(old, obj) {
-					continue
-				}
-			}
-			q.Add(reconcile.Request{NamespacedName: key})
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}})
 			for _, m := range mappers {
 				for _, req := range m(ctx, obj) {
 					q.Add(req)
@@ -116,10 +95,4 @@ func drain(ctx context.Context, w watch.Interface, rv string, q workqueue.TypedR
 			}
 		}
 	}
-}
-
-// sameSpec reports whether new has old's spec and deletion mark (an update
-// of status or metadata only).
-func sameSpec(old, new *unstructured.Unstructured) bool {
-	return old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp()) && equality.Semantic.DeepEqual(old.Object["spec"], new.Object["spec"])
 }

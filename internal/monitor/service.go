@@ -21,6 +21,7 @@ import (
 	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/transcript"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
+	"aicli.dev/aicli/internal/watchfilter"
 )
 
 // Transcripts follows committed transcripts (transcript.StoreLog).
@@ -128,9 +129,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.kick = make(chan struct{}, 1)
 	s.mu.Unlock()
 	if s.Watch != nil {
-		for _, res := range []string{"monitorattachments", "conversations"} {
-			go s.watch(ctx, res)
-		}
+		// sync reads neither its own cursor writes nor conversations' status.
+		go s.watch(ctx, "monitorattachments", OnlyCursorsMoved)
+		go s.watch(ctx, "conversations", watchfilter.SameSpec)
 	}
 	flush := s.FlushInterval
 	if flush <= 0 {
@@ -167,8 +168,10 @@ func (s *Service) poke() {
 	}
 }
 
-// watch pokes the loop on every change of resource.
-func (s *Service) watch(ctx context.Context, resource string) {
+// watch pokes the loop on every change of resource that unchanged does not
+// report.
+func (s *Service) watch(ctx context.Context, resource string, unchanged watchfilter.Unchanged) {
+	filter := watchfilter.New(unchanged)
 	rv := ""
 	for ctx.Err() == nil {
 		w, err := s.Watch.Watch(ctx, resource, "", store.WatchOptions{ResourceVersion: rv})
@@ -189,7 +192,9 @@ func (s *Service) watch(ctx context.Context, resource string) {
 			if o, ok := ev.Object.(interface{ GetResourceVersion() string }); ok {
 				rv = o.GetResourceVersion()
 			}
-			s.poke()
+			if filter.Pass(ev) {
+				s.poke()
+			}
 		}
 		w.Stop()
 	}
