@@ -45,6 +45,7 @@ type Watcher interface {
 // Defaults of the service's timing.
 const (
 	DefaultFlushInterval = 500 * time.Millisecond
+	DefaultMaxFlushDelay = 10 * time.Second
 	DefaultResync        = 2 * time.Second
 	DefaultPoll          = 50 * time.Millisecond
 	// busyWait bounds how long a delivered wake waits for its conversation to
@@ -65,9 +66,13 @@ type Service struct {
 	Logger      *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// FlushInterval is how often evaluated cursors are written (at most;
-	// default 500ms); a wake writes its cursor at once.
+	// FlushInterval is how often evaluated cursors are looked at (default
+	// 500ms): a cursor that moved is written once its target has been quiet
+	// for a whole interval, or MaxFlushDelay (default 10s) after it first
+	// moved past the written one, whichever comes first. A wake and a human
+	// entry write their cursor at once.
 	FlushInterval time.Duration
+	MaxFlushDelay time.Duration
 	// Resync is the period of the full re-read of attachments (default 2s).
 	Resync time.Duration
 	// Poll is how often a wake looks at its monitor conversation's state (default 50ms).
@@ -91,7 +96,11 @@ type attState struct {
 	matcher    *match.Matcher
 	evaluated  map[string]int64
 	flushed    map[string]int64
-	pending    map[string]*pendingWake
+	// ticked is each target's safe cursor at the previous flush tick;
+	// unflushedSince when it first moved past flushed (zero: it has not).
+	ticked         map[string]int64
+	unflushedSince map[string]time.Time
+	pending        map[string]*pendingWake
 }
 
 // follow is one running transcript subscription.
@@ -149,14 +158,14 @@ func (s *Service) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			s.stopAll()
-			s.flush(context.Background())
+			s.flush(context.Background(), true)
 			return nil
 		case <-s.kick:
 			s.sync(ctx)
 		case <-resyncT.C:
 			s.sync(ctx)
 		case <-flushT.C:
-			s.flush(ctx)
+			s.flush(ctx, false)
 		}
 	}
 }
@@ -292,7 +301,8 @@ func (s *Service) state(a *v1alpha1.MonitorAttachment) (*attState, error) {
 	s.mu.Lock()
 	st := s.atts[a.UID]
 	if st == nil {
-		st = &attState{evaluated: map[string]int64{}, flushed: map[string]int64{}, pending: map[string]*pendingWake{}}
+		st = &attState{evaluated: map[string]int64{}, flushed: map[string]int64{}, pending: map[string]*pendingWake{},
+			ticked: map[string]int64{}, unflushedSince: map[string]time.Time{}}
 		s.atts[a.UID] = st
 	}
 	s.mu.Unlock()
@@ -402,8 +412,17 @@ func (st *attState) safeCursor(target string) int64 {
 	return c
 }
 
-// flush writes the evaluated cursors that moved (batched: at most every FlushInterval).
-func (s *Service) flush(ctx context.Context) {
+// flush writes the evaluated cursors that moved and whose target went quiet
+// since the previous tick or has been unwritten for MaxFlushDelay (every one
+// that moved when all is set). A cursor is only the bound of what a restart
+// evaluates again, and evaluating a hit-less entry again does nothing, so a
+// busy target's cursor is written about once per burst rather than on every tick.
+func (s *Service) flush(ctx context.Context, all bool) {
+	maxDelay := s.MaxFlushDelay
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxFlushDelay
+	}
+	now := s.now()
 	s.mu.Lock()
 	sts := make([]*attState, 0, len(s.atts))
 	for _, st := range s.atts {
@@ -414,7 +433,19 @@ func (s *Service) flush(ctx context.Context) {
 		st.mu.Lock()
 		moved := map[string]int64{}
 		for t := range st.evaluated {
-			if c := st.safeCursor(t); c > st.flushed[t] {
+			c := st.safeCursor(t)
+			quiet := c == st.ticked[t]
+			st.ticked[t] = c
+			if c <= st.flushed[t] {
+				delete(st.unflushedSince, t)
+				continue
+			}
+			since, ok := st.unflushedSince[t]
+			if !ok {
+				since = now
+				st.unflushedSince[t] = now
+			}
+			if all || quiet || now.Sub(since) >= maxDelay {
 				moved[t] = c
 			}
 		}
@@ -436,6 +467,7 @@ func (s *Service) flush(ctx context.Context) {
 		st.mu.Lock()
 		for t, c := range moved {
 			st.flushed[t] = max(st.flushed[t], c)
+			delete(st.unflushedSince, t)
 		}
 		st.mu.Unlock()
 	}
