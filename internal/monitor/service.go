@@ -72,6 +72,7 @@ type Service struct {
 	// moved past the written one, whichever comes first. A wake and a human
 	// entry write their cursor at once.
 	FlushInterval time.Duration
+	// MaxFlushDelay bounds how long a moving cursor stays unwritten (default 10s).
 	MaxFlushDelay time.Duration
 	// Resync is the period of the full re-read of attachments (default 2s).
 	Resync time.Duration
@@ -96,11 +97,12 @@ type attState struct {
 	matcher    *match.Matcher
 	evaluated  map[string]int64
 	flushed    map[string]int64
+	pending    map[string]*pendingWake
+
 	// ticked is each target's safe cursor at the previous flush tick;
-	// unflushedSince when it first moved past flushed (zero: it has not).
+	// unflushedSince when it first moved past flushed (absent: it has not).
 	ticked         map[string]int64
 	unflushedSince map[string]time.Time
-	pending        map[string]*pendingWake
 }
 
 // follow is one running transcript subscription.
