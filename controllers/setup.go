@@ -20,10 +20,12 @@ import (
 	"aicli.dev/aicli/internal/authority"
 	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/layout"
+	"aicli.dev/aicli/internal/monitor"
 	"aicli.dev/aicli/internal/monitor/remote"
 	"aicli.dev/aicli/internal/runtime"
 	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/transcript"
+	"aicli.dev/aicli/internal/watchfilter"
 )
 
 // maxBackoff caps the per-object retry delay after failed reconciles.
@@ -82,6 +84,9 @@ func Start(ctx context.Context, opts Options) error {
 		resource string
 		r        reconcile.Reconciler
 		mappers  []MapFunc
+		// unchanged, when set, drops the updates of the controller's own
+		// resource it reports.
+		unchanged watchfilter.Unchanged
 	}
 	convReconciler, convSource, convTrigger := conversationController(ctx, c, opts)
 	grantTrigger, grantSource := triggerSource(ctx)
@@ -108,10 +113,10 @@ func Start(ctx context.Context, opts Options) error {
 		}
 	}
 	specs := []spec{
-		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}},
-		{"conversation", "conversations", convReconciler, nil},
-		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}},
-		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c, Remote: opts.Remote}, nil},
+		{"agent", "agents", agentReconciler, []MapFunc{peerReferrers(c)}, nil},
+		{"conversation", "conversations", convReconciler, nil, nil},
+		{"grant", "grants", grantReconciler, []MapFunc{grantsOfSameSubject(c)}, nil},
+		{"monitorattachment", "monitorattachments", &MonitorAttachmentReconciler{Client: c, Remote: opts.Remote}, nil, monitor.OnlyCursorsMoved},
 	}
 	skip := opts.SkipNameValidation
 	for _, s := range specs {
@@ -126,7 +131,7 @@ func Start(ctx context.Context, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", s.name, err)
 		}
-		if err := ctrl.Watch(StoreSource(opts.Store, s.resource, log, s.mappers...)); err != nil {
+		if err := ctrl.Watch(FilteredStoreSource(opts.Store, s.resource, log, s.unchanged, s.mappers...)); err != nil {
 			return fmt.Errorf("controller %s: %w", s.name, err)
 		}
 		var extra []source.Source
@@ -137,14 +142,16 @@ func Start(ctx context.Context, opts Options) error {
 			// conversations.
 			extra = []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c)),
 				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c)),
-				StoreSource(opts.Store, "monitorattachments", log, conversationsOfMonitor(c))}
+				// The built-ins an attachment mounts depend on its spec alone.
+				FilteredStoreSource(opts.Store, "monitorattachments", log, watchfilter.SameSpec, conversationsOfMonitor(c))}
 		case s.name == "agent":
 			extra = []source.Source{agentSource}
 		case s.name == "monitorattachment":
 			// Monitor and target agents appearing or going; target conversations started, archived or deleted.
+			// Their status writes (a live conversation's BUSY/IDLE, an agent's counts) change nothing here.
 			extra = []source.Source{
-				StoreSource(opts.Store, "agents", log, attachmentsOfAgent(c, (*unstructured.Unstructured).GetName)),
-				StoreSource(opts.Store, "conversations", log, attachmentsOfAgent(c, func(o *unstructured.Unstructured) string {
+				FilteredStoreSource(opts.Store, "agents", log, watchfilter.SameSpec, attachmentsOfAgent(c, (*unstructured.Unstructured).GetName)),
+				FilteredStoreSource(opts.Store, "conversations", log, watchfilter.SameSpec, attachmentsOfAgent(c, func(o *unstructured.Unstructured) string {
 					a, _, _ := unstructured.NestedString(o.Object, "spec", "agentRef")
 					return a
 				}))}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/watchfilter"
 )
 
 // Watcher is the part of the event store a watch source needs.
@@ -29,14 +30,20 @@ type MapFunc func(ctx context.Context, obj *unstructured.Unstructured) []reconci
 // seen resourceVersion when the watch ends, and from scratch when that
 // version has been compacted away.
 func StoreSource(st Watcher, resource string, log *slog.Logger, mappers ...MapFunc) source.Source {
+	return FilteredStoreSource(st, resource, log, nil, mappers...)
+}
+
+// FilteredStoreSource is StoreSource without the updates unchanged reports
+// (nil: none is dropped).
+func FilteredStoreSource(st Watcher, resource string, log *slog.Logger, unchanged watchfilter.Unchanged, mappers ...MapFunc) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		go runStoreSource(ctx, st, resource, log, q, mappers)
+		go runStoreSource(ctx, st, resource, log, q, watchfilter.New(unchanged), mappers)
 		return nil
 	})
 }
 
 func runStoreSource(ctx context.Context, st Watcher, resource string, log *slog.Logger,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request], mappers []MapFunc) {
+	q workqueue.TypedRateLimitingInterface[reconcile.Request], filter *watchfilter.Filter, mappers []MapFunc) {
 	rv := ""
 	for ctx.Err() == nil {
 		w, err := st.Watch(ctx, resource, "", store.WatchOptions{ResourceVersion: rv})
@@ -53,13 +60,13 @@ func runStoreSource(ctx context.Context, st Watcher, resource string, log *slog.
 			}
 			continue
 		}
-		rv = drain(ctx, w, rv, q, mappers)
+		rv = drain(ctx, w, rv, q, filter, mappers)
 		w.Stop()
 	}
 }
 
 func drain(ctx context.Context, w watch.Interface, rv string,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request], mappers []MapFunc) string {
+	q workqueue.TypedRateLimitingInterface[reconcile.Request], filter *watchfilter.Filter, mappers []MapFunc) string {
 	for {
 		select {
 		case <-ctx.Done():
@@ -77,7 +84,7 @@ func drain(ctx context.Context, w watch.Interface, rv string,
 				continue
 			}
 			rv = obj.GetResourceVersion()
-			if ev.Type == watch.Bookmark {
+			if ev.Type == watch.Bookmark || !filter.Pass(ev) {
 				continue
 			}
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}})

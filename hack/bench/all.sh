@@ -17,3 +17,4 @@ section runtime;     hack/bench/runtime-bench.sh
 if [ -x hack/bench/guest-bench.sh ]; then section guest-e2e; hack/bench/guest-bench.sh; fi
 section spend;       hack/bench/spend-bench.sh
 section history;     hack/bench/history-bench.sh
+section monitors;    hack/bench/monitor-bench.sh

@@ -21,6 +21,7 @@ import (
 	"aicli.dev/aicli/internal/storeclient"
 	"aicli.dev/aicli/internal/transcript"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
+	"aicli.dev/aicli/internal/watchfilter"
 )
 
 // Transcripts follows committed transcripts (transcript.StoreLog).
@@ -44,6 +45,7 @@ type Watcher interface {
 // Defaults of the service's timing.
 const (
 	DefaultFlushInterval = 500 * time.Millisecond
+	DefaultMaxFlushDelay = 10 * time.Second
 	DefaultResync        = 2 * time.Second
 	DefaultPoll          = 50 * time.Millisecond
 	// busyWait bounds how long a delivered wake waits for its conversation to
@@ -67,9 +69,14 @@ type Service struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// FlushInterval is how often evaluated cursors are written (at most;
-	// default 500ms); a wake writes its cursor at once.
+	// FlushInterval is how often evaluated cursors are looked at (default
+	// 500ms): a cursor that moved is written once its target has been quiet
+	// for a whole interval, or MaxFlushDelay (default 10s) after it first
+	// moved past the written one, whichever comes first. A wake and a human
+	// entry write their cursor at once.
 	FlushInterval time.Duration
+	// MaxFlushDelay bounds how long a moving cursor stays unwritten (default 10s).
+	MaxFlushDelay time.Duration
 	// Resync is the period of the full re-read of attachments (default 2s).
 	Resync time.Duration
 	// Poll is how often a wake looks at its monitor conversation's state (default 50ms).
@@ -94,6 +101,11 @@ type attState struct {
 	evaluated  map[string]int64
 	flushed    map[string]int64
 	pending    map[string]*pendingWake
+
+	// ticked is each target's safe cursor at the previous flush tick;
+	// unflushedSince when it first moved past flushed (absent: it has not).
+	ticked         map[string]int64
+	unflushedSince map[string]time.Time
 }
 
 // follow is one running transcript subscription.
@@ -131,9 +143,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.kick = make(chan struct{}, 1)
 	s.mu.Unlock()
 	if s.Watch != nil {
-		for _, res := range []string{"monitorattachments", "conversations"} {
-			go s.watch(ctx, res)
-		}
+		// sync reads neither its own cursor writes nor conversations' status.
+		go s.watch(ctx, "monitorattachments", OnlyCursorsMoved)
+		go s.watch(ctx, "conversations", watchfilter.SameSpec)
 	}
 	flush := s.FlushInterval
 	if flush <= 0 {
@@ -151,14 +163,14 @@ func (s *Service) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			s.stopAll()
-			s.flush(context.Background())
+			s.flush(context.Background(), true)
 			return nil
 		case <-s.kick:
 			s.sync(ctx)
 		case <-resyncT.C:
 			s.sync(ctx)
 		case <-flushT.C:
-			s.flush(ctx)
+			s.flush(ctx, false)
 		}
 	}
 }
@@ -170,8 +182,10 @@ func (s *Service) poke() {
 	}
 }
 
-// watch pokes the loop on every change of resource.
-func (s *Service) watch(ctx context.Context, resource string) {
+// watch pokes the loop on every change of resource that unchanged does not
+// report.
+func (s *Service) watch(ctx context.Context, resource string, unchanged watchfilter.Unchanged) {
+	filter := watchfilter.New(unchanged)
 	rv := ""
 	for ctx.Err() == nil {
 		w, err := s.Watch.Watch(ctx, resource, "", store.WatchOptions{ResourceVersion: rv})
@@ -192,7 +206,9 @@ func (s *Service) watch(ctx context.Context, resource string) {
 			if o, ok := ev.Object.(interface{ GetResourceVersion() string }); ok {
 				rv = o.GetResourceVersion()
 			}
-			s.poke()
+			if filter.Pass(ev) {
+				s.poke()
+			}
 		}
 		w.Stop()
 	}
@@ -295,7 +311,8 @@ func (s *Service) state(a *v1alpha1.MonitorAttachment) (*attState, error) {
 	s.mu.Lock()
 	st := s.atts[a.UID]
 	if st == nil {
-		st = &attState{evaluated: map[string]int64{}, flushed: map[string]int64{}, pending: map[string]*pendingWake{}}
+		st = &attState{evaluated: map[string]int64{}, flushed: map[string]int64{}, pending: map[string]*pendingWake{},
+			ticked: map[string]int64{}, unflushedSince: map[string]time.Time{}}
 		s.atts[a.UID] = st
 	}
 	s.mu.Unlock()
@@ -427,8 +444,17 @@ func (st *attState) safeCursor(target string) int64 {
 	return c
 }
 
-// flush writes the evaluated cursors that moved (batched: at most every FlushInterval).
-func (s *Service) flush(ctx context.Context) {
+// flush writes the evaluated cursors that moved and whose target went quiet
+// since the previous tick or has been unwritten for MaxFlushDelay (every one
+// that moved when all is set). A cursor is only the bound of what a restart
+// evaluates again, and evaluating a hit-less entry again does nothing, so a
+// busy target's cursor is written about once per burst rather than on every tick.
+func (s *Service) flush(ctx context.Context, all bool) {
+	maxDelay := s.MaxFlushDelay
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxFlushDelay
+	}
+	now := s.now()
 	s.mu.Lock()
 	sts := make([]*attState, 0, len(s.atts))
 	for _, st := range s.atts {
@@ -439,7 +465,19 @@ func (s *Service) flush(ctx context.Context) {
 		st.mu.Lock()
 		moved := map[string]int64{}
 		for t := range st.evaluated {
-			if c := st.safeCursor(t); c > st.flushed[t] {
+			c := st.safeCursor(t)
+			quiet := c == st.ticked[t]
+			st.ticked[t] = c
+			if c <= st.flushed[t] {
+				delete(st.unflushedSince, t)
+				continue
+			}
+			since, ok := st.unflushedSince[t]
+			if !ok {
+				since = now
+				st.unflushedSince[t] = now
+			}
+			if all || quiet || now.Sub(since) >= maxDelay {
 				moved[t] = c
 			}
 		}
@@ -461,6 +499,7 @@ func (s *Service) flush(ctx context.Context) {
 		st.mu.Lock()
 		for t, c := range moved {
 			st.flushed[t] = max(st.flushed[t], c)
+			delete(st.unflushedSince, t)
 		}
 		st.mu.Unlock()
 	}

@@ -92,6 +92,8 @@ type Supervisor struct {
 	servers []*http.Server
 	// TCPAddr is the bound TCP address when Listen is set.
 	TCPAddr net.Addr
+	// transcripts is the transcript log the pump, the API and the monitors share.
+	transcripts *transcript.StoreLog
 }
 
 // ID returns the supervisor's stable id.
@@ -175,6 +177,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	transcripts := &transcript.StoreLog{Store: st}
+	s.transcripts = transcripts
 	historyIndex, err := startHistory(ctx, dir, st, transcripts, api, log)
 	if err != nil {
 		return err

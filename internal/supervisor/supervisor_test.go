@@ -20,7 +20,7 @@ import (
 )
 
 // startSupervisor runs a supervisor on dataDir until the test ends.
-func startSupervisor(t *testing.T, cfg Config) *Supervisor {
+func startSupervisor(t testing.TB, cfg Config) *Supervisor {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	readyc := make(chan *Supervisor, 1)
