@@ -198,12 +198,26 @@ type MonitorAttachmentStatus struct {
 	// trippedReason says why it tripped.
 	// +optional
 	TrippedReason string `json:"trippedReason,omitempty"`
+	// pausesPending names the conversations a trip pauses. It is written
+	// with the trip and cleared once both are paused, so a trip interrupted
+	// by a crash finishes its pauses when the supervisor comes back.
+	// +optional
+	PausesPending *TripPauses `json:"pausesPending,omitempty"`
 	// conversations are the watched target conversations, each with its
 	// monitor conversation and how far its transcript was evaluated.
 	// +optional
 	// +listType=map
 	// +listMapKey=target
 	Conversations []MonitoredConversation `json:"conversations,omitempty"`
+}
+
+// TripPauses are the two conversations a trip pauses.
+type TripPauses struct {
+	// target names the target conversation (on the target's supervisor).
+	Target string `json:"target"`
+	// monitor names the monitor's conversation for it, if it has one.
+	// +optional
+	Monitor string `json:"monitor,omitempty"`
 }
 
 // MonitoredConversation is one target conversation the monitor watches.

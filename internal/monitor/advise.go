@@ -62,14 +62,18 @@ func (s *Service) Advise(ctx context.Context, ns, monitor, conversation, text st
 	st := s.stateOf(a)
 	tripped := false
 	a, err = s.mutate(ctx, st, ns, a.Name, func(a *v1alpha1.MonitorAttachment) error {
+		closed := breaker.Closed(&a.Status)
 		tripped = breaker.Inject(a, s.now())
+		if tripped && closed {
+			a.Status.PausesPending = &v1alpha1.TripPauses{Target: target, Monitor: conversation}
+		}
 		return nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("advice delivered to %s, but recording it failed: %w", target, err)
 	}
 	if tripped {
-		s.trip(ctx, st, a, target, conversation)
+		s.trip(ctx, st, a)
 		return fmt.Sprintf("advice delivered to %s; the breaker of %s tripped (%s): both conversations are paused",
 			target, a.Name, a.Status.TrippedReason), nil
 	}

@@ -491,3 +491,56 @@ func TestARunningConversationIsWatchedFromTheAttachmentOn(t *testing.T) {
 		t.Fatalf("wake: %s", w)
 	}
 }
+
+// A kill -9 between the status write that trips the breaker and the two
+// pauses leaves pausesPending set: the restarted service pauses both
+// conversations then, once — a human may resume one afterwards.
+func TestTripInterruptedByACrashPausesOnRestart(t *testing.T) {
+	e := newEnv(t, v1alpha1.MonitorAdvise, substring("panic"))
+	ctx := ctxT(t)
+	mon := &v1alpha1.Conversation{Spec: v1alpha1.ConversationSpec{AgentRef: "watcher", DesiredState: v1alpha1.ConversationActive}}
+	mon.Namespace, mon.Name = ns, "watcher-w1"
+	e.create(mon)
+	a := e.attachment()
+	for i := 0; i < breaker.DefaultMaxConsecutiveHumanless; i++ {
+		breaker.Inject(a, time.Now())
+	}
+	if breaker.Closed(&a.Status) {
+		t.Fatal("the breaker did not trip")
+	}
+	a.Status.PausesPending = &v1alpha1.TripPauses{Target: "w1", Monitor: mon.Name}
+	if err := e.c.UpdateStatus(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	desired := func(name string) v1alpha1.ConversationState {
+		c := &v1alpha1.Conversation{}
+		if err := e.c.Get(ctx, ns, name, c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Spec.DesiredState
+	}
+	if desired("w1") != v1alpha1.ConversationActive || desired(mon.Name) != v1alpha1.ConversationActive {
+		t.Fatal("the crash left a conversation paused")
+	}
+
+	e.start()
+	e.eventually("both conversations paused and the pauses recorded", func() bool {
+		return desired("w1") == v1alpha1.ConversationPaused && desired(mon.Name) == v1alpha1.ConversationPaused &&
+			e.attachment().Status.PausesPending == nil
+	})
+	if a := e.attachment(); breaker.Closed(&a.Status) || a.Status.ConsecutiveHumanless != 5 {
+		t.Fatalf("finishing the trip changed the breaker: %+v", a.Status)
+	}
+
+	w1 := &v1alpha1.Conversation{}
+	if err := e.c.Get(ctx, ns, "w1", w1); err != nil {
+		t.Fatal(err)
+	}
+	w1.Spec.DesiredState = v1alpha1.ConversationActive
+	if err := e.c.Update(ctx, w1); err != nil {
+		t.Fatal(err)
+	}
+	e.never("the target paused again after a human resumed it", func() bool {
+		return desired("w1") != v1alpha1.ConversationActive
+	})
+}

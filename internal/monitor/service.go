@@ -86,7 +86,9 @@ type Service struct {
 	atts    map[types.UID]*attState
 	follows map[string]*follow
 	queues  map[string]*agentQueue
-	ctx     context.Context
+	// finishing are the attachments whose trip pauses are being retried.
+	finishing map[types.UID]bool
+	ctx       context.Context
 	kick    chan struct{}
 }
 
@@ -251,6 +253,9 @@ func (s *Service) sync(ctx context.Context) {
 	seen := map[types.UID]bool{}
 	for i := range atts.Items {
 		a := &atts.Items[i]
+		if a.Status.PausesPending != nil {
+			s.retryTripPauses(ctx, a)
+		}
 		if !eligible(a) {
 			continue
 		}
@@ -304,6 +309,46 @@ func (s *Service) sync(ctx context.Context) {
 	for _, fn := range start {
 		fn()
 	}
+}
+
+// retryTripPauses finishes, in the background, the pauses of a trip that a
+// crash (or a failed pause) left pending, unless they are being finished.
+func (s *Service) retryTripPauses(ctx context.Context, a *v1alpha1.MonitorAttachment) {
+	release, ok := s.finishingTrip(a.UID)
+	if !ok {
+		return
+	}
+	ns, name := a.Namespace, a.Name
+	go func() {
+		defer release()
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		// The listed object may predate the trip's own finish: read it again.
+		a := &v1alpha1.MonitorAttachment{}
+		if err := s.Client.Get(ctx, ns, name, a); err != nil {
+			return
+		}
+		s.finishTrip(ctx, s.stateOf(a), a)
+	}()
+}
+
+// finishingTrip claims the finishing of uid's trip pauses; ok is false while
+// someone else finishes them.
+func (s *Service) finishingTrip(uid types.UID) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finishing[uid] {
+		return nil, false
+	}
+	if s.finishing == nil {
+		s.finishing = map[types.UID]bool{}
+	}
+	s.finishing[uid] = true
+	return func() {
+		s.mu.Lock()
+		delete(s.finishing, uid)
+		s.mu.Unlock()
+	}, true
 }
 
 // state returns the attachment's state, updated to a (when a is newer).

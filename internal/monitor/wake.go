@@ -136,9 +136,13 @@ func (s *Service) deliver(ctx context.Context, st *attState, target string) erro
 	now := s.now()
 	tripped := false
 	a, err = s.mutate(ctx, st, ns, a.Name, func(a *v1alpha1.MonitorAttachment) error {
+		closed := breaker.Closed(&a.Status)
 		tripped = breaker.Wake(a, now)
 		mc := setCursor(a, target, covered)
 		mc.Monitor = conv.Name
+		if tripped && closed {
+			a.Status.PausesPending = &v1alpha1.TripPauses{Target: target, Monitor: conv.Name}
+		}
 		if !tripped {
 			t := metav1.NewTime(now)
 			mc.LastWake = &t
@@ -155,7 +159,7 @@ func (s *Service) deliver(ctx context.Context, st *attState, target string) erro
 	st.flushed[target] = max(st.flushed[target], covered)
 	st.mu.Unlock()
 	if tripped {
-		s.trip(ctx, st, a, target, conv.Name)
+		s.trip(ctx, st, a)
 		return nil
 	}
 	msg := TriggerMessage(a, p, covered)
@@ -429,26 +433,61 @@ func boundErr(ctx context.Context, bound time.Duration, err error) error {
 	return err
 }
 
-// trip pauses both conversations of a tripped attachment (left intact as
-// evidence) and drops its pending hits; the status write that tripped it is
-// the durable record.
-func (s *Service) trip(ctx context.Context, st *attState, a *v1alpha1.MonitorAttachment, target, monitorConv string) {
+// trip follows a trip recorded with its pausesPending: pending wakes are
+// dropped and both conversations paused (finishTrip).
+func (s *Service) trip(ctx context.Context, st *attState, a *v1alpha1.MonitorAttachment) {
 	if st != nil {
 		st.mu.Lock()
 		clear(st.pending)
 		st.mu.Unlock()
 	}
-	s.log().Warn("monitor breaker tripped; both conversations paused", "namespace", a.Namespace, "attachment", a.Name,
-		"target", target, "monitorConversation", monitorConv, "reason", a.Status.TrippedReason)
-	if side, err := s.side(a); err != nil {
-		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", target, "err", err)
-	} else if err := side.Pause(ctx, targetConversation(a, target)); err != nil {
-		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", target, "err", err)
+	s.log().Warn("monitor breaker tripped; pausing both conversations", "namespace", a.Namespace, "attachment", a.Name,
+		"pauses", a.Status.PausesPending, "reason", a.Status.TrippedReason)
+	if release, ok := s.finishingTrip(a.UID); ok {
+		defer release()
 	}
-	if monitorConv != "" {
-		if err := s.pause(ctx, a.Namespace, monitorConv); err != nil {
-			s.log().Error("monitor: pausing after a trip", "namespace", a.Namespace, "conversation", monitorConv, "err", err)
+	s.finishTrip(ctx, st, a)
+}
+
+// errUnchanged makes mutate write nothing.
+var errUnchanged = errors.New("unchanged")
+
+// finishTrip pauses the conversations a trip recorded in pausesPending and
+// then clears it. It runs right after the trip and again from sync while
+// pausesPending stays set, so a trip a crash interrupted between its record
+// and its pauses still pauses both conversations. Once cleared it never
+// pauses again: a human may resume either conversation while tripped.
+func (s *Service) finishTrip(ctx context.Context, st *attState, a *v1alpha1.MonitorAttachment) {
+	p := a.Status.PausesPending
+	if p == nil {
+		return
+	}
+	done := true
+	if side, err := s.side(a); err != nil {
+		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", p.Target, "err", err)
+		done = false
+	} else if err := side.Pause(ctx, targetConversation(a, p.Target)); err != nil {
+		s.log().Error("monitor: pausing the target after a trip", "namespace", a.Namespace, "conversation", p.Target, "err", err)
+		done = false
+	}
+	if p.Monitor != "" {
+		if err := s.pause(ctx, a.Namespace, p.Monitor); err != nil {
+			s.log().Error("monitor: pausing after a trip", "namespace", a.Namespace, "conversation", p.Monitor, "err", err)
+			done = false
 		}
+	}
+	if !done {
+		return // the next sync retries
+	}
+	_, err := s.mutate(ctx, st, a.Namespace, a.Name, func(a *v1alpha1.MonitorAttachment) error {
+		if a.Status.PausesPending == nil || *a.Status.PausesPending != *p {
+			return errUnchanged
+		}
+		a.Status.PausesPending = nil
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		s.log().Error("monitor: recording the pauses after a trip", "namespace", a.Namespace, "attachment", a.Name, "err", err)
 	}
 }
 

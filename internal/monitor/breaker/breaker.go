@@ -85,7 +85,7 @@ func Human(a *v1alpha1.MonitorAttachment) {
 // and the window start again.
 func Rearm(a *v1alpha1.MonitorAttachment, now time.Time) {
 	st := &a.Status
-	st.TrippedAt, st.TrippedReason = nil, ""
+	st.TrippedAt, st.TrippedReason, st.PausesPending = nil, "", nil
 	st.ConsecutiveHumanless, st.Wakes, st.RecentWakes = 0, 0, nil
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionBreakerClosed,
 		Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRearmed, ObservedGeneration: a.Generation,
