@@ -89,7 +89,7 @@ type Service struct {
 	// finishing are the attachments whose trip pauses are being retried.
 	finishing map[types.UID]bool
 	ctx       context.Context
-	kick    chan struct{}
+	kick      chan struct{}
 }
 
 // attState is the service's view of one attachment: its latest object, its
