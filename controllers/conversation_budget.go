@@ -57,6 +57,9 @@ func (r *ConversationReconciler) reconcileBudget(ctx context.Context, s *convSco
 		return reconcile.Result{}, r.budgetStopped(s, rv)
 	}
 	for _, h := range rv.Held[:rv.Release] {
+		if r.Attribution != nil {
+			r.Attribution.Expect(string(conv.UID), h.Speaker, h.Text)
+		}
 		if err := s.pty.SendMessage(ctx, h.Text); err != nil {
 			conv.Status.HeldMessages = int32(held)
 			return reconcile.Result{}, transient(v1alpha1.ReasonRetrying, fmt.Errorf("delivering a held message: %w", err))

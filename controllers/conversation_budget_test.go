@@ -64,7 +64,7 @@ func TestPhaseBudget(t *testing.T) {
 	uid := string(e.conv().UID)
 	admit := func(text string) bool {
 		t.Helper()
-		ok, err := ledger.Admit(ctx, "default", "a", lim, uid, "s-1", text)
+		ok, err := ledger.Admit(ctx, "default", "a", lim, uid, "s-1", "human", text)
 		if err != nil {
 			t.Fatal(err)
 		}

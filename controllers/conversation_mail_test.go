@@ -368,7 +368,7 @@ func TestPhaseMailWaitsForTheBudget(t *testing.T) {
 	agent := e.h.agent("a")
 	lim, _, _ := budget.LimitsOf(agent.Spec.Budget)
 	uid := string(e.conv().UID)
-	if ok, err := ledger.Admit(context.Background(), "default", "a", lim, uid, "s-1", "one"); err != nil || !ok {
+	if ok, err := ledger.Admit(context.Background(), "default", "a", lim, uid, "s-1", "human", "one"); err != nil || !ok {
 		t.Fatalf("first message: %v %v", ok, err)
 	}
 	spend["s-1"] = 950_000 // $0.05 left; the next message is estimated at $0.95

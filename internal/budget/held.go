@@ -6,13 +6,40 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // Held is one message waiting for the budget, in arrival order.
 type Held struct {
 	// Key is its side-table key (release it with Delivered).
-	Key  string
-	Text string
+	Key string
+	// Speaker is who the transcript attributes it to once delivered
+	// (transcriptwire speakers: human, injected:<monitor>, …).
+	Speaker string
+	Text    string
+}
+
+// A held value is the message text as it was (spoken by a human), or
+// heldAttributed, the speaker, heldAttributed and the text for any other
+// speaker. Sent text never contains a NUL (the guest refuses it).
+const heldAttributed = "\x00"
+
+func encodeHeld(speaker, text string) []byte {
+	if speaker == "" || speaker == transcriptwire.SpeakerHuman {
+		return []byte(text)
+	}
+	return []byte(heldAttributed + speaker + heldAttributed + text)
+}
+
+func decodeHeld(key string, v []byte) Held {
+	s := string(v)
+	if rest, ok := strings.CutPrefix(s, heldAttributed); ok {
+		if speaker, text, ok := strings.Cut(rest, heldAttributed); ok {
+			return Held{Key: key, Speaker: speaker, Text: text}
+		}
+	}
+	return Held{Key: key, Speaker: transcriptwire.SpeakerHuman, Text: s}
 }
 
 // heldPrefix scopes a conversation's held messages.
@@ -26,13 +53,13 @@ func (l *Ledger) HeldMessages(ctx context.Context, convUID string) ([]Held, erro
 	}
 	out := make([]Held, len(kvs))
 	for i, kv := range kvs {
-		out[i] = Held{Key: kv.Key, Text: string(kv.Value)}
+		out[i] = decodeHeld(kv.Key, kv.Value)
 	}
 	return out, nil
 }
 
-// hold appends text to the conversation's held messages (synced before it returns). Callers hold l.mu.
-func (l *Ledger) hold(ctx context.Context, convUID, text string) error {
+// hold appends text, spoken by speaker, to the conversation's held messages (synced before it returns). Callers hold l.mu.
+func (l *Ledger) hold(ctx context.Context, convUID, speaker, text string) error {
 	seq := uint64(1)
 	last, ok, err := l.Store.LastKV(ctx, heldBucket, heldPrefix(convUID))
 	if err != nil {
@@ -46,7 +73,7 @@ func (l *Ledger) hold(ctx context.Context, convUID, text string) error {
 		seq = n + 1
 	}
 	key := fmt.Sprintf("%s%020d", heldPrefix(convUID), seq)
-	if err := l.Store.PutKV(ctx, heldBucket, key, []byte(text)); err != nil {
+	if err := l.Store.PutKV(ctx, heldBucket, key, encodeHeld(speaker, text)); err != nil {
 		return fmt.Errorf("budget: hold message: %w", err)
 	}
 	return nil
@@ -55,7 +82,7 @@ func (l *Ledger) hold(ctx context.Context, convUID, text string) error {
 // Admit decides a message sent to a live conversation: deliver now (true: it is counted as delivered), or hold it
 // durably (false) because earlier messages are held (order is kept) or the bucket cannot cover the conversation's
 // next-message estimate. A held message is released by the conversation's reconciler (Review, Delivered).
-func (l *Ledger) Admit(ctx context.Context, ns, agent string, lim Limits, convUID, session, text string) (bool, error) {
+func (l *Ledger) Admit(ctx context.Context, ns, agent string, lim Limits, convUID, session, speaker, text string) (bool, error) {
 	deliver := false
 	_, err := l.update(ctx, ns, agent, lim, func(st *State) error {
 		if err := l.settle(ctx, ns, agent, st, convUID, session); err != nil {
@@ -71,7 +98,7 @@ func (l *Ledger) Admit(ctx context.Context, ns, agent string, lim Limits, convUI
 			c.Delivered++
 			return nil
 		}
-		return l.hold(ctx, convUID, text)
+		return l.hold(ctx, convUID, speaker, text)
 	})
 	if err == nil && !deliver {
 		l.changed(ns, agent)

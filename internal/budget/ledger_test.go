@@ -34,15 +34,15 @@ func TestLedgerHoldsChargesAndSurvivesReopen(t *testing.T) {
 	l := &budget.Ledger{Store: st, Spend: spend, Now: clk.now, Changed: func(string, string) { changed++ }}
 
 	// The first message goes: no estimate yet, and a new budget starts full.
-	if ok, err := l.Admit(ctx, "ns", "a", lim, "c1", "s1", "one"); err != nil || !ok {
+	if ok, err := l.Admit(ctx, "ns", "a", lim, "c1", "s1", "human", "one"); err != nil || !ok {
 		t.Fatalf("first Admit = %v, %v", ok, err)
 	}
 	// The turn cost 0.9 USD: the bucket has 0.1 left, the estimate is 0.9 → held.
 	spend["s1"] = 900_000
-	if ok, err := l.Admit(ctx, "ns", "a", lim, "c1", "s1", "two"); err != nil || ok {
+	if ok, err := l.Admit(ctx, "ns", "a", lim, "c1", "s1", "human", "two"); err != nil || ok {
 		t.Fatalf("second Admit = %v, %v; want held", ok, err)
 	}
-	if ok, _ := l.Admit(ctx, "ns", "a", lim, "c1", "s1", "three"); ok {
+	if ok, _ := l.Admit(ctx, "ns", "a", lim, "c1", "s1", "injected:watcher", "three"); ok {
 		t.Fatal("a message behind a held one was not held")
 	}
 	if changed != 2 {
@@ -52,7 +52,9 @@ func TestLedgerHoldsChargesAndSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rv.Held) != 2 || rv.Held[0].Text != "two" || rv.Release != 0 || rv.Need != 900_000 || rv.Level != 100_000 ||
+	// A held message keeps its speaker: advice held by the budget is delivered as the monitor's, not a human's.
+	if len(rv.Held) != 2 || rv.Held[0].Text != "two" || rv.Held[0].Speaker != "human" || rv.Held[1].Text != "three" ||
+		rv.Held[1].Speaker != "injected:watcher" || rv.Release != 0 || rv.Need != 900_000 || rv.Level != 100_000 ||
 		rv.Wait != 48*time.Minute || !rv.Exhausted {
 		t.Fatalf("review = %+v", rv)
 	}

@@ -23,7 +23,7 @@ import (
 
 // Budget is the agents' spend budget as the API uses it (budget.Ledger).
 type Budget interface {
-	Admit(ctx context.Context, ns, agent string, lim budget.Limits, convUID, session, text string) (bool, error)
+	Admit(ctx context.Context, ns, agent string, lim budget.Limits, convUID, session, speaker, text string) (bool, error)
 	TopUp(ctx context.Context, ns, agent string, lim budget.Limits, usd budget.Micro) (*budget.State, error)
 	Snapshot(ctx context.Context, ns, agent string, lim budget.Limits) (*budget.State, error)
 }
@@ -45,9 +45,9 @@ func toAgent(obj *unstructured.Unstructured) (*v1alpha1.Agent, error) {
 	return agent, nil
 }
 
-// admit asks the agent's budget whether text may be delivered to the live conversation now; false means it was
+// admit asks the agent's budget whether text (spoken by speaker) may be delivered to the live conversation now; false means it was
 // held durably. Without a budget (none configured, or the agent sets none) everything goes.
-func (a *API) admit(ctx context.Context, t *target, text string) (bool, error) {
+func (a *API) admit(ctx context.Context, t *target, speaker, text string) (bool, error) {
 	if a.opts.Budget == nil {
 		return true, nil
 	}
@@ -61,7 +61,7 @@ func (a *API) admit(ctx context.Context, t *target, text string) (bool, error) {
 		return true, nil // an invalid budget is the agent's Stalled condition, not the sender's problem
 	}
 	session, _, _ := unstructured.NestedString(t.obj.Object, "status", "session", "sessionID")
-	return a.opts.Budget.Admit(ctx, t.ns, agentName, lim, string(t.obj.GetUID()), session, text)
+	return a.opts.Budget.Admit(ctx, t.ns, agentName, lim, string(t.obj.GetUID()), session, speaker, text)
 }
 
 // budgetExhausted reports whether the conversation was paused by its agent's budget.

@@ -25,7 +25,7 @@ type heldBudget struct {
 	topped []budget.Micro
 }
 
-func (b *heldBudget) Admit(_ context.Context, _, _ string, _ budget.Limits, _, _, text string) (bool, error) {
+func (b *heldBudget) Admit(_ context.Context, _, _ string, _ budget.Limits, _, _, _, text string) (bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held = append(b.held, text)

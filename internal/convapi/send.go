@@ -50,7 +50,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, err)
 		return
 	}
-	deliver, err := a.admit(r.Context(), t, text)
+	deliver, err := a.admit(r.Context(), t, speaker, text)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
