@@ -9,13 +9,18 @@ help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the supervisor, aictl and the guest binaries into bin/.
+build: console-web ## Build the supervisor, aictl, the console and the guest binaries into bin/.
 	@mkdir -p $(BIN)
 	go build -o $(BIN)/aicli-supervisor ./cmd/aicli-supervisor
 	go build -o $(BIN)/aictl ./cmd/aictl
+	go build -o $(BIN)/aicli-console ./cmd/aicli-console
 	@if [ -d cmd/aicli-guest ]; then $(GO_STATIC) -o $(BIN)/aicli-guest ./cmd/aicli-guest; fi
 	@if [ -d cmd/aicli-fake-cli ]; then $(GO_STATIC) -o $(BIN)/aicli-fake-cli ./cmd/aicli-fake-cli; fi
 	@if [ -d cmd/aicli-tool ]; then $(GO_STATIC) -o $(BIN)/aicli-tool ./cmd/aicli-tool; fi
+
+.PHONY: console-web
+console-web: ## Build the consoles' front-end bundle (npm ci + esbuild) into internal/console/web/dist.
+	hack/build-console-web.sh
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods for apis/.
@@ -50,7 +55,7 @@ test: ## Unit and integration tests (no Docker needed).
 	go test ./...
 
 .PHONY: test-e2e
-test-e2e: ## Docker e2e suite (installs/starts Docker if needed).
+test-e2e: console-web ## Docker e2e suite (installs/starts Docker if needed).
 	hack/ensure-docker.sh
 	go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
 docker info >/dev/null 2>&1 || { echo "test.sh: Docker engine unreachable after ensure-docker.sh" >&2; exit 1; }
+echo "== consoles' front-end bundle (embedded by go build)"
+hack/build-console-web.sh
 echo "== verify generated code"
 go tool -modfile=hack/tools/go.mod controller-gen object paths=./apis/...
 go tool -modfile=hack/tools/go.mod controller-gen crd paths=./apis/... output:crd:artifacts:config=config/crd/bases

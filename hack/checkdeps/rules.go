@@ -30,6 +30,16 @@ var (
 			{"github.com/cockroachdb/pebble", "the store's storage engine"},
 			{"github.com/prometheus", "the supervisor's metrics"},
 		},
+	}, {
+		// The consoles hold no agent state: they use only the supervisors' public API (internal/client).
+		Binary: "./cmd/aicli-console",
+		Forbidden: []forbidden{
+			{"{module}/internal/store", "the supervisor's event store"},
+			{"{module}/internal/apiserver", "the supervisor's API server"},
+			{"{module}/internal/supervisor", "the supervisor itself"},
+			{"{module}/controllers", "the supervisor's reconcilers"},
+			{"github.com/cockroachdb/pebble", "the store's storage engine"},
+		},
 	}}
 	importRules = []importRule{{
 		Packages: "./apis/...",

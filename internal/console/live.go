@@ -1,0 +1,177 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"aicli.dev/aicli/internal/client"
+	"aicli.dev/aicli/internal/console/fleet"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
+)
+
+// wsConn is an accepted websocket whose writes are serialised.
+type wsConn struct {
+	c  *websocket.Conn
+	mu sync.Mutex
+}
+
+// accept upgrades the request (same origin only: websocket.Accept checks it).
+func accept(w http.ResponseWriter, r *http.Request) (*wsConn, error) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &wsConn{c: c}, nil
+}
+
+func (c *wsConn) send(ctx context.Context, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.c.Write(ctx, websocket.MessageText, raw)
+}
+
+// closeWith ends the stream, telling the page why when err is set.
+func (c *wsConn) closeWith(ctx context.Context, err error) {
+	if err != nil {
+		_, msg := ErrorMessage(err)
+		_ = c.send(ctx, map[string]string{"error": msg})
+		_ = c.c.Close(websocket.StatusPolicyViolation, truncate(msg, 120))
+		return
+	}
+	_ = c.c.Close(websocket.StatusNormalClosure, "")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// readUntilClosed drains the browser's side of a send-only stream and
+// cancels when it goes away.
+func (c *wsConn) readUntilClosed(ctx context.Context) context.Context {
+	return c.c.CloseRead(ctx)
+}
+
+// WatchEvent is what a watch stream sends to the page per change.
+type WatchEvent struct {
+	Supervisor string `json:"supervisor"`
+	Type       string `json:"type"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+var watchable = map[string]bool{"agents": true, "conversations": true, "monitorattachments": true, "grants": true,
+	"mcpservers": true, "secrets": false}
+
+// watchStream relays the watch of one resource (all namespaces unless
+// namespace is set) of one supervisor, or of every configured supervisor:
+// GET /ws/watch?resource=R[&supervisor=S][&namespace=N]. A supervisor that is
+// down is re-watched once it is back; the page re-renders on each event.
+func (s *Server) watchStream(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	resource, ns := q.Get("resource"), q.Get("namespace")
+	if !watchable[resource] {
+		http.Error(w, "resource "+strconv.Quote(resource)+" cannot be watched here", http.StatusBadRequest)
+		return
+	}
+	sups := s.Fleet.Supervisors
+	if name := q.Get("supervisor"); name != "" {
+		sup, err := s.supervisor(name)
+		if err != nil {
+			s.fail(w, r, "", err)
+			return
+		}
+		sups = []*fleet.Supervisor{sup}
+	}
+	c, err := accept(w, r)
+	if err != nil {
+		return
+	}
+	ctx := c.readUntilClosed(r.Context())
+	var wg sync.WaitGroup
+	for _, sup := range sups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			relayWatch(ctx, c, sup, resource, ns)
+		}()
+	}
+	wg.Wait()
+	c.closeWith(context.Background(), nil)
+}
+
+func relayWatch(ctx context.Context, c *wsConn, sup *fleet.Supervisor, resource, ns string) {
+	var backoff client.Backoff
+	for ctx.Err() == nil {
+		wi, err := sup.Client.Watch(ctx, resource, ns, client.ListOptions{})
+		if err == nil {
+			backoff.Reset()
+			// Whatever changed while not watching: one event makes the page re-read.
+			if c.send(ctx, WatchEvent{Supervisor: sup.Name, Type: "RESYNC"}) != nil {
+				wi.Stop()
+				return
+			}
+			for ev := range wi.ResultChan() {
+				e := WatchEvent{Supervisor: sup.Name, Type: string(ev.Type)}
+				if m, ok := ev.Object.(interface {
+					GetNamespace() string
+					GetName() string
+				}); ok {
+					e.Namespace, e.Name = m.GetNamespace(), m.GetName()
+				}
+				if c.send(ctx, e) != nil {
+					wi.Stop()
+					return
+				}
+			}
+			wi.Stop()
+		}
+		if !backoff.Wait(ctx) {
+			return
+		}
+	}
+}
+
+// transcriptStream relays a conversation's transcript as it is committed:
+// GET /ws/transcript?supervisor=S&namespace=N&conversation=C&from=F. Each
+// message is one transcriptwire.Entry (the page renders its text as text).
+func (s *Server) transcriptStream(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	sup, err := s.supervisor(q.Get("supervisor"))
+	if err != nil {
+		s.fail(w, r, "", err)
+		return
+	}
+	ns, name := q.Get("namespace"), q.Get("conversation")
+	from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
+	if ns == "" || name == "" {
+		http.Error(w, "namespace and conversation are required", http.StatusBadRequest)
+		return
+	}
+	c, err := accept(w, r)
+	if err != nil {
+		return
+	}
+	ctx := c.readUntilClosed(r.Context())
+	err = sup.Client.FollowTranscript(ctx, ns, name, from, func(e transcriptwire.Entry) error {
+		return c.send(ctx, e)
+	}, func(err error) bool {
+		return !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
+	})
+	c.closeWith(context.Background(), err)
+}

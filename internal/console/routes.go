@@ -1,0 +1,28 @@
+package console
+
+import (
+	"net/http"
+
+	"aicli.dev/aicli/internal/console/web"
+)
+
+// routes registers every page, partial, action and live stream. The
+// consoles' pages live in one file each (fleet.go, conversation.go, …).
+func (s *Server) routes() {
+	m := s.mux
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web.Static())))
+	m.Handle("GET /dist/", http.StripPrefix("/dist/", http.FileServerFS(web.Dist())))
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	s.handle("POST /logout", s.logout)
+
+	// Live streams (websockets).
+	s.handle("GET /ws/watch", s.watchStream)
+	s.handle("GET /ws/transcript", s.transcriptStream)
+
+	// The end-user console (MyLittleAgi).
+	s.handle("GET /{$}", s.userHome)
+
+	// The Manager.
+	s.handle("GET /manage", s.fleetPage)
+}

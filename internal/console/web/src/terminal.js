@@ -1,0 +1,53 @@
+// A live terminal (xterm.js) over the console's relay of a conversation's
+// attach stream: <div data-terminal-ws="/ws/attach?…">. It is read-only
+// until the user presses the "take control" button next to it
+// (data-terminal-control="#id-of-terminal").
+import { Terminal } from "@xterm/xterm";
+import { FitAddon } from "@xterm/addon-fit";
+import "@xterm/xterm/css/xterm.css";
+
+const started = new WeakSet();
+
+export function startTerminals(root, { showError }) {
+  root.querySelectorAll("[data-terminal-ws]").forEach((el) => {
+    if (started.has(el)) return;
+    started.add(el);
+    const term = new Terminal({ convertEol: false, cursorBlink: false, fontSize: 13, scrollback: 2000 });
+    const fit = new FitAddon();
+    term.loadAddon(fit);
+    term.open(el);
+    try { fit.fit(); } catch (_) { /* hidden element */ }
+    let control = false;
+    const u = new URL(el.dataset.terminalWs, window.location.href);
+    u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(u.toString());
+    ws.binaryType = "arraybuffer";
+    ws.onmessage = (ev) => {
+      if (typeof ev.data === "string") {
+        try {
+          const msg = JSON.parse(ev.data);
+          if (msg.error) showError(msg.error);
+        } catch (_) { term.write(ev.data); }
+        return;
+      }
+      term.write(new Uint8Array(ev.data));
+    };
+    ws.onclose = (ev) => {
+      el.classList.add("disconnected");
+      if (ev.reason) term.write(`\r\n[${ev.reason}]\r\n`);
+    };
+    term.onData((data) => {
+      if (control && ws.readyState === WebSocket.OPEN) ws.send(new TextEncoder().encode(data));
+    });
+    el.terminal = term;
+    document.querySelectorAll(`[data-terminal-control="#${el.id}"]`).forEach((btn) => {
+      btn.addEventListener("click", () => {
+        control = !control;
+        btn.setAttribute("aria-pressed", String(control));
+        btn.textContent = control ? "Release control" : "Take control";
+        el.classList.toggle("in-control", control);
+        if (control) term.focus();
+      });
+    });
+  });
+}
