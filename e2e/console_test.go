@@ -1,0 +1,202 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"aicli.dev/aicli/e2e/framework"
+	"aicli.dev/aicli/internal/layout"
+)
+
+// consoleBin builds aicli-console (with its front-end bundle) once per suite run.
+func consoleBin(ctx context.Context) string {
+	GinkgoHelper()
+	dir := supervisorBins(ctx)
+	bin := filepath.Join(dir, "aicli-console")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	build := exec.CommandContext(ctx, filepath.Join(suite.Root, "hack", "build-console-web.sh"))
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "hack/build-console-web.sh: %s", out)
+	Expect(framework.BuildBinaries(ctx, suite.Root, dir, map[string]string{"aicli-console": "./cmd/aicli-console"})).To(Succeed())
+	return bin
+}
+
+// consoleProc is a real aicli-console process.
+type consoleProc struct {
+	URL      string
+	Password string
+	DataDir  string
+	cmd      *exec.Cmd
+	log      *os.File
+}
+
+// consolePassword is the password the suite's consoles are started with.
+const consolePassword = "e2e-console-password"
+
+// startConsole runs aicli-console on a free loopback port over the given
+// supervisors (NAME=unix://… entries are built from their data dirs, named
+// by names[i] or "local"), and stops it when the spec ends.
+func startConsole(ctx context.Context, dataDir string, sups []*supervisorProc, names ...string) *consoleProc {
+	GinkgoHelper()
+	bin := consoleBin(ctx)
+	Expect(os.MkdirAll(dataDir, 0o700)).To(Succeed())
+	pwFile := filepath.Join(dataDir, "password")
+	Expect(os.WriteFile(pwFile, []byte(consolePassword), 0o600)).To(Succeed())
+	var entries []string
+	for i, s := range sups {
+		name := "local"
+		if i < len(names) {
+			name = names[i]
+		}
+		entries = append(entries, name+"=unix://"+layout.Dir(s.dataDir).Socket())
+	}
+	logFile, err := os.OpenFile(filepath.Join(dataDir, "console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(bin, "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--password-file", pwFile,
+		"--supervisor", strings.Join(entries, ","), "--log-format", "text")
+	stderr, err := cmd.StderrPipe()
+	Expect(err).NotTo(HaveOccurred())
+	cmd.Stdout = logFile
+	Expect(cmd.Start()).To(Succeed())
+	p := &consoleProc{Password: consolePassword, DataDir: dataDir, cmd: cmd, log: logFile}
+	urls := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`serving (http://[^/ ]+)/`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = io.WriteString(logFile, line+"\n")
+			if m := re.FindStringSubmatch(line); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case p.URL = <-urls:
+	case <-time.After(30 * time.Second):
+		Fail("aicli-console did not print its URL within 30s; log: " + p.logTail())
+	}
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Printf("--- console log (tail) ---\n%s\n", p.logTail())
+		}
+		p.stop()
+	})
+	return p
+}
+
+func (p *consoleProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _, _ = p.cmd.Process.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	p.log.Close()
+}
+
+func (p *consoleProc) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(p.DataDir, "console.log"))
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// httpSession logs in over plain HTTP (no browser) and returns a client
+// holding the session cookie and the page's CSRF token.
+func (p *consoleProc) httpSession(ctx context.Context) (*http.Client, string) {
+	GinkgoHelper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	body := getBody(ctx, hc, p.URL+"/login")
+	tok := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	Expect(tok).NotTo(BeNil(), "login page without a form token: %s", body)
+	resp, err := hc.PostForm(p.URL+"/login", url.Values{"_csrf": {tok[1]}, "password": {p.Password}, "next": {"/manage"}})
+	Expect(err).NotTo(HaveOccurred())
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK), "after login: %s", page)
+	csrf := regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)"`).FindStringSubmatch(string(page))
+	Expect(csrf).NotTo(BeNil())
+	return hc, csrf[1]
+}
+
+func getBody(ctx context.Context, hc *http.Client, u string) string {
+	GinkgoHelper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := hc.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+var _ = Describe("The console's own state", Label("console"), func() {
+	It("is thin: deleting its state file loses no agent, and the login needs the password", func(ctx SpecContext) {
+		sup := startSpecSupervisor(ctx, GinkgoT().TempDir())
+		sup.apply(ctx, fakeAgent("keeper"))
+		dir := GinkgoT().TempDir()
+		con := startConsole(ctx, dir, []*supervisorProc{sup})
+
+		jar, _ := cookiejar.New(nil)
+		anon := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := anon.Get(con.URL + "/manage")
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusSeeOther), "an anonymous page request goes to the login page")
+		Expect(resp.Header.Get("Location")).To(HavePrefix("/login"))
+
+		hc, csrf := con.httpSession(ctx)
+		Expect(getBody(ctx, hc, con.URL+"/")).To(ContainSubstring("keeper"))
+		// A state-changing request without the CSRF token is refused.
+		resp, err = hc.PostForm(con.URL+"/logout", url.Values{})
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusForbidden))
+		resp, err = hc.PostForm(con.URL+"/logout", url.Values{"_csrf": {csrf}})
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusOK)) // followed to the login page
+
+		// The state file holds only a password hash and the supervisor list.
+		raw, err := os.ReadFile(filepath.Join(dir, "console.json"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(ContainSubstring(`"passwordHash": "$2`))
+		Expect(string(raw)).NotTo(ContainSubstring(consolePassword))
+		Expect(string(raw)).NotTo(ContainSubstring("keeper"))
+
+		con.stop()
+		Expect(os.Remove(filepath.Join(dir, "console.json"))).To(Succeed())
+		con = startConsole(ctx, dir, []*supervisorProc{sup})
+		hc, _ = con.httpSession(ctx)
+		Expect(getBody(ctx, hc, con.URL+"/")).To(ContainSubstring("keeper"))
+	})
+})
