@@ -1,29 +1,234 @@
 package console
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/docker/go-units"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"aicli.dev/aicli/internal/apischema"
+	"aicli.dev/aicli/internal/console/fleet"
+	"aicli.dev/aicli/internal/spend"
+	"aicli.dev/aicli/internal/supinfo/infowire"
 )
 
-// fleetSupervisor is one row of the fleet's supervisor table.
+// fleetSupervisor is one supervisor's health and capacity card.
 type fleetSupervisor struct {
 	Name, Server string
 	Up           bool
 	Err          string
 	Since        time.Time
+	// Info is the supervisor's info endpoint's reply; InfoErr why it is missing.
+	Info    *infowire.Info
+	InfoErr string
 }
 
 type fleetData struct {
 	Supervisors []fleetSupervisor
+	Table       fleetTable
 }
 
-// fleetPage is the Manager's start page: every supervisor's health, its
-// agents and conversations.
+// fleetPage is the Manager's start page: every supervisor's health and
+// capacity, then one table of their agents and conversations (GET /manage).
 func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
-	var d fleetData
-	for _, sup := range s.Fleet.Supervisors {
-		h := sup.Health()
-		d.Supervisors = append(d.Supervisors, fleetSupervisor{Name: sup.Name, Server: sup.Server, Up: h.Up, Err: h.Err, Since: h.Since})
+	f := parseFleetFilter(r.URL.Query())
+	snaps := s.fleetSnapshots(r.Context(), true)
+	d := fleetData{Table: buildFleetTable(snaps, f, time.Now())}
+	for _, sn := range snaps {
+		h := sn.Supervisor.Health()
+		fs := fleetSupervisor{Name: sn.Supervisor.Name, Server: sn.Supervisor.Server, Up: h.Up, Err: h.Err, Since: h.Since,
+			Info: sn.Info}
+		if sn.InfoErr != nil {
+			_, fs.InfoErr = ErrorMessage(sn.InfoErr)
+		}
+		d.Supervisors = append(d.Supervisors, fs)
 	}
 	s.render(w, http.StatusOK, "fleet", s.page(r, "manage", "fleet", "Fleet", d))
+}
+
+// fleetTablePartial re-renders only the table (GET /manage/fleet/table, the
+// live refresh on watch events).
+func (s *Server) fleetTablePartial(w http.ResponseWriter, r *http.Request) {
+	f := parseFleetFilter(r.URL.Query())
+	t := buildFleetTable(s.fleetSnapshots(r.Context(), false), f, time.Now())
+	s.partial(w, "fleet", "table", t)
+}
+
+// fleetSnapshot is what one supervisor returned for the fleet page.
+type fleetSnapshot struct {
+	Supervisor    *fleet.Supervisor
+	Info          *infowire.Info
+	InfoErr       error
+	Agents        []unstructured.Unstructured
+	Conversations []unstructured.Unstructured
+	Attachments   []unstructured.Unstructured
+	// SpendToday is each agent's cost today in USD, by namespace/name (nil: unknown).
+	SpendToday map[string]float64
+	// Err is why the agents or conversations could not be listed.
+	Err error
+}
+
+// fleetSnapshots reads every supervisor in parallel: agents, conversations,
+// monitor attachments, today's spend, and (withInfo) its info endpoint. A
+// supervisor that is down or fails gets Err and does not hold the others.
+func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnapshot {
+	out := make([]fleetSnapshot, len(s.Fleet.Supervisors))
+	lists := map[string][]Listed{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, res := range []string{"agents", "conversations", "monitorattachments"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := s.listAll(ctx, res, "")
+			mu.Lock()
+			lists[res] = l
+			mu.Unlock()
+		}()
+	}
+	for i, sup := range s.Fleet.Supervisors {
+		out[i].Supervisor = sup
+		if h := sup.Health(); !h.Up && !h.Checked.IsZero() {
+			continue // listAll says why
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			out[i].SpendToday = spendToday(ctx, sup, time.Now().UTC())
+			if withInfo {
+				out[i].Info, out[i].InfoErr = sup.Client.Info(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range out {
+		for _, res := range []string{"agents", "conversations", "monitorattachments"} {
+			l := lists[res][i]
+			switch {
+			case l.Err != nil && res != "monitorattachments":
+				if out[i].Err == nil {
+					out[i].Err = l.Err
+				}
+			case res == "agents":
+				out[i].Agents = l.Items
+			case res == "conversations":
+				out[i].Conversations = l.Items
+			default:
+				out[i].Attachments = l.Items
+			}
+		}
+		if out[i].Err != nil && out[i].InfoErr == nil && out[i].Info == nil {
+			out[i].InfoErr = out[i].Err
+		}
+	}
+	return out
+}
+
+// spendToday reads the supervisor's spend history of today, per agent; nil
+// when the supervisor does not serve it or it fails (the column shows "—").
+func spendToday(ctx context.Context, sup *fleet.Supervisor, now time.Time) map[string]float64 {
+	day := now.Format(time.DateOnly)
+	raw, err := sup.Client.DoRaw(ctx, http.MethodGet, apischema.APIPath+"/spendhistory?since="+url.QueryEscape(day), "", nil)
+	if err != nil {
+		return nil
+	}
+	var rep spend.Report
+	if json.Unmarshal(raw, &rep) != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, a := range rep.Agents {
+		for _, d := range a.Days {
+			if d.Date != day {
+				continue
+			}
+			for _, m := range d.Models {
+				out[a.Namespace+"/"+a.Agent] += m.CostUSD
+			}
+		}
+	}
+	return out
+}
+
+// fleetFilter is the fleet table's GET form.
+type fleetFilter struct {
+	Supervisor string // a configured supervisor's name, or "" for all
+	State      string // active, paused, archived, none (agents without conversations), or ""
+	Agent      string // substring of the agent's name
+	Execution  string // BUSY, IDLE, WAITING_FOR_INPUT, STARTING, EXITED, or ""
+	Page       int    // 0-based page of fleetPageRows rows
+}
+
+// fleetPageRows is how many rows one page of the table shows.
+const fleetPageRows = 200
+
+func parseFleetFilter(q url.Values) fleetFilter {
+	f := fleetFilter{Supervisor: q.Get("supervisor"), State: q.Get("state"), Agent: q.Get("agent"), Execution: q.Get("execution")}
+	if p, err := strconv.Atoi(q.Get("page")); err == nil && p > 0 {
+		f.Page = p
+	}
+	return f
+}
+
+// query is the filter as a query string, at page p.
+func (f fleetFilter) query(p int) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"supervisor": f.Supervisor, "state": f.State, "agent": f.Agent, "execution": f.Execution} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if p > 0 {
+		q.Set("page", strconv.Itoa(p))
+	}
+	return q.Encode()
+}
+
+// Uptime is the supervisor's uptime for people ("3h", "2d").
+func (f fleetSupervisor) Uptime() string {
+	if f.Info == nil {
+		return ""
+	}
+	return duration.HumanDuration(time.Duration(f.Info.UptimeSeconds) * time.Second)
+}
+
+// CPU is the containers' summed CPU use (100% is one core).
+func (f fleetSupervisor) CPU() string {
+	if f.Info == nil {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", f.Info.Capacity.CPUPercent)
+}
+
+// Memory is the containers' summed memory use.
+func (f fleetSupervisor) Memory() string {
+	if f.Info == nil {
+		return ""
+	}
+	return units.BytesSize(float64(f.Info.Capacity.MemoryBytes))
+}
+
+// Homes and Images are the disk use of agent homes and guest images ("" when not reported).
+func (f fleetSupervisor) Homes() string {
+	if f.Info == nil || f.Info.Capacity.Disk == nil {
+		return ""
+	}
+	return units.BytesSize(float64(f.Info.Capacity.Disk.HomesBytes))
+}
+
+func (f fleetSupervisor) Images() string {
+	if f.Info == nil || f.Info.Capacity.Disk == nil {
+		return ""
+	}
+	return units.BytesSize(float64(f.Info.Capacity.Disk.ImagesBytes))
 }

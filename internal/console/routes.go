@@ -25,4 +25,8 @@ func (s *Server) routes() {
 
 	// The Manager.
 	s.handle("GET /manage", s.fleetPage)
+	s.handle("GET /manage/fleet/table", s.fleetTablePartial)
+	s.handle("GET /manage/status", s.statusPage)
+	s.handle("GET /manage/status/table", s.statusTablePartial)
+	s.handle("GET /manage/describe/{supervisor}/{resource}/{namespace}/{name}", s.describePage)
 }
