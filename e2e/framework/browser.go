@@ -76,7 +76,10 @@ func startChromium(ctx context.Context, path string) (*Chromium, error) {
 	)
 	// The process is tied to these contexts, not to ctx: it outlives the launch call.
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	root, cancelRoot := chromedp.NewContext(allocCtx)
+	// chromedp's own errors join chromium's output rather than the test's stderr.
+	root, cancelRoot := chromedp.NewContext(allocCtx, chromedp.WithErrorf(func(format string, args ...any) {
+		fmt.Fprintf(out, "chromedp: "+format+"\n", args...)
+	}))
 	c := &Chromium{cancelAlloc: cancelAlloc, root: root, cancelRoot: cancelRoot, output: out}
 
 	launched := make(chan error, 1)
@@ -91,7 +94,11 @@ func startChromium(ctx context.Context, path string) (*Chromium, error) {
 	}
 	if err != nil {
 		c.kill()
-		return nil, fmt.Errorf("chromium: launch %s: %w: %s; its output:\n%s", path, err, ChromiumHint, out.String())
+		err = fmt.Errorf("chromium: launch %s: %w: %s", path, err, ChromiumHint)
+		if tail := strings.TrimSpace(out.String()); tail != "" {
+			err = fmt.Errorf("%w; its last output:\n%s", err, tail)
+		}
+		return nil, err
 	}
 	if p := chromedp.FromContext(root).Browser.Process(); p != nil {
 		c.profile = userDataDir(p.Pid)
@@ -166,6 +173,8 @@ type Browser struct {
 	cancel    context.CancelFunc
 	owned     *Chromium // closed with the tab when LaunchBrowser started it
 	collected chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
@@ -184,13 +193,16 @@ func (b *Browser) collect(messages func(func(chromedp.ConsoleMessage, error) boo
 }
 
 // Close closes the tab and disposes of its browser context (and stops chromium when LaunchBrowser started it).
+// Closing twice is harmless.
 func (b *Browser) Close() error {
-	b.cancel()
-	<-b.collected
-	if b.owned != nil {
-		return b.owned.Close()
-	}
-	return nil
+	b.closeOnce.Do(func() {
+		b.cancel()
+		<-b.collected
+		if b.owned != nil {
+			b.closeErr = b.owned.Close()
+		}
+	})
+	return b.closeErr
 }
 
 // run runs actions in the tab within Timeout and ctx; what names the step in the error.
