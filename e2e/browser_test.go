@@ -21,7 +21,8 @@ import (
 )
 
 // formPage is a small app: a labelled form whose submit posts to /echo with fetch and appends the reply to a
-// list without reloading; a flex layout that stacks its columns below 600px.
+// list without reloading; a flex layout that stacks its columns below 600px; an aria-labelled field and a hidden
+// button with the same name as the form's.
 const formPage = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>browser spec</title><link rel="icon" href="data:,">
@@ -32,7 +33,7 @@ const formPage = `<!doctype html>
   @media (max-width: 600px) { .layout { flex-direction: column; } }
 </style></head>
 <body><main class="layout">
-  <nav id="side"><h1>Agents</h1></nav>
+  <nav id="side"><h1>Agents</h1><input id="filter" aria-label="Filter"><div hidden><button type="button">Send</button></div></nav>
   <section>
     <form id="send"><label for="msg">Message</label> <input id="msg" name="msg"> <button type="submit">Send</button></form>
     <ul id="replies" aria-live="polite"></ul>
@@ -86,8 +87,11 @@ var _ = Describe("Browser", Label("browser"), func() {
 		token, err := framework.Evaluate[float64](ctx, b, "window.pageToken")
 		Expect(err).NotTo(HaveOccurred())
 
+		Expect(b.Fill(ctx, "Filter", "by aria-label")).To(Succeed())
+		Expect(framework.Evaluate[string](ctx, b, `document.getElementById("filter").value`)).To(Equal("by aria-label"))
+
 		Expect(b.Fill(ctx, "Message", "hello <b>world</b>")).To(Succeed())
-		Expect(b.ClickButton(ctx, "Send")).To(Succeed())
+		Expect(b.ClickButton(ctx, "Send")).To(Succeed()) // the visible one, not the hidden copy in the nav
 		Expect(b.WaitText(ctx, "#replies", "echo: hello <b>world</b>")).To(Succeed())
 
 		Expect(b.Fill(ctx, "Message", "second")).To(Succeed())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"strconv"
@@ -50,7 +51,6 @@ type Chromium struct {
 	cancelAlloc context.CancelFunc
 	root        context.Context // the first tab's context: it owns the process
 	cancelRoot  context.CancelFunc
-	output      *tailBuffer
 	profile     string
 }
 
@@ -80,7 +80,7 @@ func startChromium(ctx context.Context, path string) (*Chromium, error) {
 	root, cancelRoot := chromedp.NewContext(allocCtx, chromedp.WithErrorf(func(format string, args ...any) {
 		fmt.Fprintf(out, "chromedp: "+format+"\n", args...)
 	}))
-	c := &Chromium{cancelAlloc: cancelAlloc, root: root, cancelRoot: cancelRoot, output: out}
+	c := &Chromium{cancelAlloc: cancelAlloc, root: root, cancelRoot: cancelRoot}
 
 	launched := make(chan error, 1)
 	go func() { launched <- chromedp.Do(root) }() // the first Do starts the process and attaches to its first tab
@@ -135,13 +135,22 @@ func (c *Chromium) kill() {
 // Desktop viewport, collecting the page's console messages.
 func (c *Chromium) NewBrowser(ctx context.Context) (*Browser, error) {
 	tab, cancel := chromedp.NewContext(c.root, chromedp.WithNewBrowserContext())
-	b := &Browser{Timeout: DefaultActionTimeout, tab: tab, cancel: cancel}
-	// Console creates the tab (bound to tab's lifetime, not to ctx) and subscribes before any page runs.
-	messages := chromedp.Console(tab)
-	b.collected = make(chan struct{})
-	go b.collect(messages)
+	b := &Browser{Timeout: DefaultActionTimeout, tab: tab, cancel: cancel, collected: make(chan struct{})}
+	// Console creates the tab (it lives as long as tab, not ctx) and subscribes before any page runs.
+	created := make(chan iter.Seq2[chromedp.ConsoleMessage, error], 1)
+	go func() { created <- chromedp.Console(tab) }()
+	select {
+	case messages := <-created:
+		go b.collect(messages)
+	case <-time.After(b.Timeout):
+		cancel()
+		return nil, fmt.Errorf("chromium: new tab: not opened within %s", b.Timeout)
+	case <-ctx.Done():
+		cancel()
+		return nil, fmt.Errorf("chromium: new tab: %w", ctx.Err())
+	}
 	if err := b.SetViewport(ctx, Desktop); err != nil {
-		b.Close()
+		_ = b.Close()
 		return nil, fmt.Errorf("chromium: new tab: %w", err)
 	}
 	return b, nil
@@ -180,7 +189,7 @@ type Browser struct {
 	console []chromedp.ConsoleMessage
 }
 
-func (b *Browser) collect(messages func(func(chromedp.ConsoleMessage, error) bool)) {
+func (b *Browser) collect(messages iter.Seq2[chromedp.ConsoleMessage, error]) {
 	defer close(b.collected)
 	for m, err := range messages {
 		if err != nil {
@@ -368,26 +377,26 @@ func (b *Browser) messages(keep func(chromedp.ConsoleMessage) bool) []string {
 	return out
 }
 
-// byLabel is a JS expression for the form control labelled label: a <label> whose trimmed text is label (its
-// control, by for= or nesting), else an element with that aria-label.
+// byLabel is a JS expression for the form control labelled label: the control of a <label> whose trimmed text is
+// label (by for= or nesting), or an element with that aria-label; a visible one first (a page may hide a copy).
 func byLabel(label string) string {
-	return fmt.Sprintf(`((want) => {
-  for (const l of document.querySelectorAll("label")) {
-    if (l.textContent.trim() === want && l.control) return l.control;
-  }
-  return document.querySelector("[aria-label=" + JSON.stringify(want) + "]");
-})(%s)`, strconv.Quote(label))
+	return pickVisible(label, `[...document.querySelectorAll("label")].filter(l => l.textContent.trim() === want && l.control)
+    .map(l => l.control).concat([...document.querySelectorAll("[aria-label]")].filter(e => e.getAttribute("aria-label") === want))`)
 }
 
-// byName is a JS expression for the button or link named name (text, aria-label or value).
+// byName is a JS expression for the button or link named name (its aria-label, text or value); a visible one first.
 func byName(name string) string {
+	return pickVisible(name, `[...document.querySelectorAll("button, a, [role=button], input[type=submit], input[type=button]")]
+    .filter(el => (el.getAttribute("aria-label") || el.innerText || el.value || "").trim() === want)`)
+}
+
+// pickVisible wraps candidates, a JS expression over want, so that it yields the first visible candidate, else the
+// first, else null (chromedp retries a null JSPath until its timeout).
+func pickVisible(want, candidates string) string {
 	return fmt.Sprintf(`((want) => {
-  for (const el of document.querySelectorAll("button, a, [role=button], input[type=submit], input[type=button]")) {
-    const n = (el.getAttribute("aria-label") || el.innerText || el.value || "").trim();
-    if (n === want) return el;
-  }
-  return null;
-})(%s)`, strconv.Quote(name))
+  const found = %s;
+  return found.find(el => el.checkVisibility()) || found[0] || null;
+})(%s)`, candidates, strconv.Quote(want))
 }
 
 // userDataDir reads the --user-data-dir chromium runs with from its command line.
