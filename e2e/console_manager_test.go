@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,7 +26,8 @@ func browserLogin(ctx context.Context, b *framework.Browser, con *consoleProc, n
 	Expect(b.Open(ctx, con.URL+"/login?next="+next)).To(Succeed())
 	Expect(b.Fill(ctx, "Console password", con.Password)).To(Succeed())
 	Expect(b.ClickButton(ctx, "Log in")).To(Succeed())
-	Expect(b.WaitVisible(ctx, "main#main h1")).To(Succeed())
+	// Only pages behind the login have the navigation header.
+	Expect(b.WaitVisible(ctx, "header.top nav")).To(Succeed())
 }
 
 // stalledAgent is an agent whose controller stalls: it may message an agent that does not exist.
@@ -81,7 +83,7 @@ var _ = Describe("The Manager's fleet and status pages", Label("console", "brows
 				return "", err
 			}
 			return framework.Evaluate[string](ctx, b, `(() => { const r = document.querySelector("table.status tbody tr[data-name]"); return r ? r.dataset.name + " " + r.dataset.health : ""; })()`)
-		}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(Equal(stuck + " Stalled"))
+		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Equal(stuck + " Stalled"))
 		Expect(b.Text(ctx, "table.status tbody tr[data-name]")).To(ContainSubstring("PeerNotFound"))
 		href, err := framework.Evaluate[string](ctx, b, fmt.Sprintf(`document.querySelector('tr[data-name=%q] a').getAttribute("href")`, stuck))
 		Expect(err).NotTo(HaveOccurred())
@@ -140,14 +142,15 @@ var _ = Describe("The Manager's fleet page at 1,000 agents", Label("console", "b
 				f()
 				ds = append(ds, time.Since(start))
 			}
-			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-			return ds[len(ds)/2]
+			return medianOf(ds)
 		}
+		var timings []string // the console's Server-Timing: fetch (the supervisors) and rows
 		get := func() {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, con.URL+"/manage", nil)
 			Expect(err).NotTo(HaveOccurred())
 			resp, err := hc.Do(req)
 			Expect(err).NotTo(HaveOccurred())
+			timings = append(timings, resp.Header.Get("Server-Timing"))
 			_, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			Expect(err).NotTo(HaveOccurred())
@@ -169,26 +172,62 @@ var _ = Describe("The Manager's fleet page at 1,000 agents", Label("console", "b
 		}
 		get() // warm the connections
 		list()
-		page, baseline := p50(get), p50(list)
+		// Alternate the two so that both see the same load.
+		var pages, lists []time.Duration
+		for range runs {
+			for _, m := range []struct {
+				f  func()
+				to *[]time.Duration
+			}{{get, &pages}, {list, &lists}} {
+				start := time.Now()
+				m.f()
+				*m.to = append(*m.to, time.Since(start))
+			}
+		}
+		page, baseline := medianOf(pages), medianOf(lists)
+		// What the page asks besides the lists, one supervisor at a time, for the record.
+		var parts []string
+		for what, path := range map[string]string{"info": "/apis/aicli.dev/v1alpha1/info",
+			"spend today":        "/apis/aicli.dev/v1alpha1/spendhistory?since=" + time.Now().UTC().Format(time.DateOnly),
+			"monitorattachments": "/apis/aicli.dev/v1alpha1/monitorattachments"} {
+			d := p50(func() {
+				_, err := sups[0].client.DoRaw(ctx, http.MethodGet, path, "", nil)
+				Expect(err).NotTo(HaveOccurred())
+			})
+			parts = append(parts, fmt.Sprintf("%s p50 %.1f ms", what, ms(d)))
+		}
+		sort.Strings(parts)
 		Expect(strings.Contains(getBody(ctx, hc, con.URL+"/manage"), "Rows 1–200 of 1000")).To(BeTrue())
 
 		b := suite.NewBrowser(ctx)
 		browserLogin(ctx, b, con, "/manage")
 		var paints []float64
-		for range 5 {
-			Expect(b.Open(ctx, con.URL+"/manage")).To(Succeed())
-			fcp, err := framework.Evaluate[float64](ctx, b,
-				`(performance.getEntriesByName("first-contentful-paint")[0] || {startTime: -1}).startTime`)
-			Expect(err).NotTo(HaveOccurred())
+		for i := range 5 {
+			// A new address each time: a fresh navigation, not a same-page one.
+			Expect(b.Open(ctx, fmt.Sprintf("%s/manage?run=%d", con.URL, i))).To(Succeed())
+			var fcp float64
+			Eventually(func() (float64, error) {
+				var err error
+				fcp, err = framework.Evaluate[float64](ctx, b,
+					`(performance.getEntriesByName("first-contentful-paint")[0] || {startTime: -1}).startTime`)
+				return fcp, err
+			}).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(BeNumerically(">", 0))
 			paints = append(paints, fcp)
 		}
 		sort.Float64s(paints)
 		fcp := paints[len(paints)/2]
-		report := fmt.Sprintf("fleet page, %d agents over 3 supervisors: server render p50 %.1f ms (raw list baseline p50 %.1f ms, ratio %.2f); first-contentful-paint median %.0f ms (runs %v)",
-			total, ms(page), ms(baseline), ms(page)/ms(baseline), fcp, paints)
+		report := fmt.Sprintf("fleet page, %d agents over 3 supervisors: server render p50 %.1f ms (raw list baseline p50 %.1f ms, ratio %.2f); first-contentful-paint median %.0f ms (runs %v); one supervisor's %s; console Server-Timing samples %q",
+			total, ms(page), ms(baseline), ms(page)/ms(baseline), fcp, paints, strings.Join(parts, ", "), timings[len(timings)-5:])
 		GinkgoWriter.Println(report)
 		AddReportEntry("manager-fleet-bench", report)
 		Expect(page).To(BeNumerically("<", 200*time.Millisecond))
 		Expect(fcp).To(And(BeNumerically(">", 0), BeNumerically("<", 1000)))
 	})
 })
+
+// medianOf is the median of ds (the lower middle one).
+func medianOf(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}

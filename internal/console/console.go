@@ -37,6 +37,7 @@ type Server struct {
 	templates map[string]*template.Template
 	tmplErr   error
 	mux       *http.ServeMux
+	spend     spendCache // the fleet page's spend of today, per supervisor
 }
 
 // Handler returns the console's HTTP handler.

@@ -40,7 +40,9 @@ type fleetData struct {
 // capacity, then one table of their agents and conversations (GET /manage).
 func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	f := parseFleetFilter(r.URL.Query())
+	start := time.Now()
 	snaps := s.fleetSnapshots(r.Context(), true)
+	fetched := time.Now()
 	d := fleetData{Table: buildFleetTable(snaps, f, time.Now())}
 	for _, sn := range snaps {
 		h := sn.Supervisor.Health()
@@ -51,8 +53,12 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Supervisors = append(d.Supervisors, fs)
 	}
+	// How long the supervisors took and how long the rows, for the browser's devtools and the benchmark.
+	w.Header().Set("Server-Timing", fmt.Sprintf("fetch;dur=%.1f, rows;dur=%.1f", ms(fetched.Sub(start)), ms(time.Since(fetched))))
 	s.render(w, http.StatusOK, "fleet", s.page(r, "manage", "fleet", "Fleet", d))
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // fleetTablePartial re-renders only the table (GET /manage/fleet/table, the
 // live refresh on watch events).
@@ -104,7 +110,7 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(ctx, listTimeout)
 			defer cancel()
-			out[i].SpendToday = spendToday(ctx, sup, time.Now().UTC())
+			out[i].SpendToday = s.spendToday(ctx, sup, time.Now())
 			if withInfo {
 				out[i].Info, out[i].InfoErr = sup.Client.Info(ctx)
 			}
@@ -134,10 +140,46 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 	return out
 }
 
-// spendToday reads the supervisor's spend history of today, per agent; nil
-// when the supervisor does not serve it or it fails (the column shows "—").
-func spendToday(ctx context.Context, sup *fleet.Supervisor, now time.Time) map[string]float64 {
-	day := now.Format(time.DateOnly)
+// spendTodayTTL is how long one supervisor's spend of today is reused: it
+// moves slowly and reading it costs the supervisor a scan of its agents'
+// session files.
+const spendTodayTTL = 30 * time.Second
+
+// spendCache holds each supervisor's last spend-today reading (memory only).
+type spendCache struct {
+	mu sync.Mutex
+	m  map[*fleet.Supervisor]spendReading
+}
+
+type spendReading struct {
+	at    time.Time
+	day   string
+	costs map[string]float64
+}
+
+// spendToday returns the supervisor's spend of today (UTC) per agent
+// (namespace/name), read at most every spendTodayTTL; nil when the
+// supervisor does not serve it or it fails (the column shows "—").
+func (s *Server) spendToday(ctx context.Context, sup *fleet.Supervisor, now time.Time) map[string]float64 {
+	day := now.UTC().Format(time.DateOnly)
+	c := &s.spend
+	c.mu.Lock()
+	r, ok := c.m[sup]
+	c.mu.Unlock()
+	if ok && r.day == day && now.Sub(r.at) < spendTodayTTL {
+		return r.costs
+	}
+	costs := readSpendToday(ctx, sup, day)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[*fleet.Supervisor]spendReading{}
+	}
+	c.m[sup] = spendReading{at: now, day: day, costs: costs}
+	c.mu.Unlock()
+	return costs
+}
+
+func readSpendToday(ctx context.Context, sup *fleet.Supervisor, day string) map[string]float64 {
 	raw, err := sup.Client.DoRaw(ctx, http.MethodGet, apischema.APIPath+"/spendhistory?since="+url.QueryEscape(day), "", nil)
 	if err != nil {
 		return nil
