@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,9 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"aicli.dev/aicli/internal/apischema"
+	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/console/fleet"
-	"aicli.dev/aicli/internal/spend"
 	"aicli.dev/aicli/internal/supinfo/infowire"
 )
 
@@ -180,12 +178,8 @@ func (s *Server) spendToday(ctx context.Context, sup *fleet.Supervisor, now time
 }
 
 func readSpendToday(ctx context.Context, sup *fleet.Supervisor, day string) map[string]float64 {
-	raw, err := sup.Client.DoRaw(ctx, http.MethodGet, apischema.APIPath+"/spendhistory?since="+url.QueryEscape(day), "", nil)
+	rep, err := sup.Client.SpendHistory(ctx, "", client.SpendOptions{Since: day})
 	if err != nil {
-		return nil
-	}
-	var rep spend.Report
-	if json.Unmarshal(raw, &rep) != nil {
 		return nil
 	}
 	out := map[string]float64{}
