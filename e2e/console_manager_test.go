@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,16 +18,6 @@ import (
 	"aicli.dev/aicli/e2e/framework"
 	"aicli.dev/aicli/internal/client"
 )
-
-// browserLogin logs b into the console with its password and lands on next.
-func browserLogin(ctx context.Context, b *framework.Browser, con *consoleProc, next string) {
-	GinkgoHelper()
-	Expect(b.Open(ctx, con.URL+"/login?next="+next)).To(Succeed())
-	Expect(b.Fill(ctx, "Console password", con.Password)).To(Succeed())
-	Expect(b.ClickButton(ctx, "Log in")).To(Succeed())
-	// Only pages behind the login have the navigation header.
-	Expect(b.WaitVisible(ctx, "header.top nav")).To(Succeed())
-}
 
 // stalledAgent is an agent whose controller stalls: it may message an agent that does not exist.
 func stalledAgent(name string) string {
@@ -48,7 +37,7 @@ var _ = Describe("The Manager's fleet and status pages", Label("console", "brows
 		con := startConsole(ctx, GinkgoT().TempDir(), []*supervisorProc{one, two}, "one", "two")
 
 		b := suite.NewBrowser(ctx)
-		browserLogin(ctx, b, con, "/manage")
+		con.login(ctx, b, "/manage")
 		By("the fleet table lists the agents of both supervisors")
 		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="one"][data-agent=%q]`, name))).To(Succeed())
 		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="two"][data-agent=%q]`, other))).To(Succeed())
@@ -200,7 +189,7 @@ var _ = Describe("The Manager's fleet page at 1,000 agents", Label("console", "b
 		Expect(strings.Contains(getBody(ctx, hc, con.URL+"/manage"), "Rows 1–200 of 1000")).To(BeTrue())
 
 		b := suite.NewBrowser(ctx)
-		browserLogin(ctx, b, con, "/manage")
+		con.login(ctx, b, "/manage")
 		var paints []float64
 		for i := range 5 {
 			// A new address each time: a fresh navigation, not a same-page one.
@@ -225,7 +214,7 @@ var _ = Describe("The Manager's fleet page at 1,000 agents", Label("console", "b
 		if baseline < 100*time.Millisecond {
 			Expect(page).To(BeNumerically("<", 200*time.Millisecond))
 		} else {
-			Expect(ms(page) / ms(baseline)).To(BeNumerically("<", 2), report)
+			Expect(ms(page)/ms(baseline)).To(BeNumerically("<", 2), report)
 		}
 		Expect(fcp).To(And(BeNumerically(">", 0), BeNumerically("<", 1000)))
 	})
