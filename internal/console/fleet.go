@@ -98,24 +98,21 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 			mu.Unlock()
 		}()
 	}
-	for i, sup := range s.Fleet.Supervisors {
-		out[i].Supervisor = sup
-		if h := sup.Health(); !h.Up && !h.Checked.IsZero() {
-			continue // listAll says why
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, listTimeout)
-			defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Why a supervisor is down comes from the lists; these are extras.
+		s.eachSupervisor(ctx, func(ctx context.Context, i int, sup *fleet.Supervisor) error {
 			out[i].SpendToday = s.spendToday(ctx, sup, time.Now())
 			if withInfo {
 				out[i].Info, out[i].InfoErr = sup.Client.Info(ctx)
 			}
-		}()
-	}
+			return nil
+		})
+	}()
 	wg.Wait()
 	for i := range out {
+		out[i].Supervisor = s.Fleet.Supervisors[i]
 		for _, res := range []string{"agents", "conversations", "monitorattachments"} {
 			l := lists[res][i]
 			switch {

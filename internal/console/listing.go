@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -26,11 +27,29 @@ const listTimeout = 5 * time.Second
 // that is not known to be down, in parallel, in the fleet's order.
 func (s *Server) listAll(ctx context.Context, resource, ns string) []Listed {
 	out := make([]Listed, len(s.Fleet.Supervisors))
+	errs := s.eachSupervisor(ctx, func(ctx context.Context, i int, sup *fleet.Supervisor) error {
+		list, err := sup.Client.List(ctx, resource, ns, client.ListOptions{})
+		if err != nil {
+			return err
+		}
+		out[i].Items = list.Items
+		return nil
+	})
+	for i, sup := range s.Fleet.Supervisors {
+		out[i].Supervisor, out[i].Err = sup, errs[i]
+	}
+	return out
+}
+
+// eachSupervisor runs fn for every supervisor that is not known to be down,
+// in parallel, each call bounded by listTimeout. It returns, in the fleet's
+// order, fn's error or why the supervisor was skipped.
+func (s *Server) eachSupervisor(ctx context.Context, fn func(ctx context.Context, i int, sup *fleet.Supervisor) error) []error {
+	errs := make([]error, len(s.Fleet.Supervisors))
 	var wg sync.WaitGroup
 	for i, sup := range s.Fleet.Supervisors {
-		out[i].Supervisor = sup
 		if h := sup.Health(); !h.Up && !h.Checked.IsZero() {
-			out[i].Err = &UserError{Status: 503, Msg: "supervisor " + sup.Name + " is down: " + h.Err}
+			errs[i] = &UserError{Status: http.StatusServiceUnavailable, Msg: "supervisor " + sup.Name + " is down: " + h.Err}
 			continue
 		}
 		wg.Add(1)
@@ -38,14 +57,9 @@ func (s *Server) listAll(ctx context.Context, resource, ns string) []Listed {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(ctx, listTimeout)
 			defer cancel()
-			list, err := sup.Client.List(ctx, resource, ns, client.ListOptions{})
-			if err != nil {
-				out[i].Err = err
-				return
-			}
-			out[i].Items = list.Items
+			errs[i] = fn(ctx, i, sup)
 		}()
 	}
 	wg.Wait()
-	return out
+	return errs
 }

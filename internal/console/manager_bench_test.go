@@ -14,8 +14,6 @@ import (
 
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/console/auth"
-	"aicli.dev/aicli/internal/console/fleet"
 	"aicli.dev/aicli/internal/console/state"
 )
 
@@ -51,31 +49,8 @@ func benchFleet(b *testing.B, agents int) (http.Handler, *http.Cookie, []*client
 		}
 		clients = append(clients, cl)
 	}
-	f, err := fleet.New(sups)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f.CheckAll(context.Background())
-	st, err := state.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	a := &auth.Auth{State: st}
-	if _, err := a.EnsurePassword("pw-for-bench"); err != nil {
-		b.Fatal(err)
-	}
-	srv := &Server{Fleet: f, Auth: a, State: st}
-	h, err := srv.Handler()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sess, err := a.Login("pw-for-bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	auth.SetCookie(rec, httptest.NewRequest(http.MethodGet, "/", nil), sess)
-	return h, rec.Result().Cookies()[0], clients
+	h, cookie := testConsole(b, sups)
+	return h, cookie, clients
 }
 
 // BenchmarkFleetPage renders /manage over 1,000 agents (and 1,000

@@ -39,36 +39,43 @@ func newManagerEnv(t *testing.T) *managerEnv {
 	// The supervisor serves /readyz beside the API; the console's health check asks it.
 	api.API.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	addr := api.ServeUnix(t)
-	f, err := fleet.New([]state.Supervisor{{Name: "a", Server: addr},
+	h, cookie := testConsole(t, []state.Supervisor{{Name: "a", Server: addr},
 		{Name: "b", Server: "unix://" + filepath.Join(t.TempDir(), "none.sock")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.CheckAll(context.Background())
-	st, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &auth.Auth{State: st}
-	if _, err := a.EnsurePassword("pw-for-tests"); err != nil {
-		t.Fatal(err)
-	}
-	srv := &Server{Fleet: f, Auth: a, State: st}
-	h, err := srv.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := a.Login("pw-for-tests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	auth.SetCookie(rec, httptest.NewRequest(http.MethodGet, "/", nil), sess)
 	cl, err := client.New(client.Config{Server: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &managerEnv{api: api, cl: cl, handler: h, cookie: rec.Result().Cookies()[0]}
+	return &managerEnv{api: api, cl: cl, handler: h, cookie: cookie}
+}
+
+// testConsole is a console over sups (health checked once) and the cookie of
+// a logged-in session.
+func testConsole(tb testing.TB, sups []state.Supervisor) (http.Handler, *http.Cookie) {
+	tb.Helper()
+	f, err := fleet.New(sups)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.CheckAll(context.Background())
+	st, err := state.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a := &auth.Auth{State: st}
+	if _, err := a.EnsurePassword("pw-for-tests"); err != nil {
+		tb.Fatal(err)
+	}
+	h, err := (&Server{Fleet: f, Auth: a, State: st}).Handler()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sess, err := a.Login("pw-for-tests")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	auth.SetCookie(rec, httptest.NewRequest(http.MethodGet, "/", nil), sess)
+	return h, rec.Result().Cookies()[0]
 }
 
 // get requests path as the logged-in user and returns the status and body.

@@ -155,22 +155,14 @@ type supervisorStatus struct {
 // supervisor and kind in parallel.
 func (s *Server) statusSnapshots(ctx context.Context) []supervisorStatus {
 	out := make([]supervisorStatus, len(s.Fleet.Supervisors))
-	var wg sync.WaitGroup
+	errs := s.eachSupervisor(ctx, func(ctx context.Context, i int, sup *fleet.Supervisor) error {
+		var err error
+		out[i].rows, err = supervisorStatusRows(ctx, sup)
+		return err
+	})
 	for i, sup := range s.Fleet.Supervisors {
-		out[i].sup = sup
-		if h := sup.Health(); !h.Up && !h.Checked.IsZero() {
-			out[i].err = &UserError{Status: http.StatusServiceUnavailable, Msg: "supervisor " + sup.Name + " is down: " + h.Err}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, listTimeout)
-			defer cancel()
-			out[i].rows, out[i].err = supervisorStatusRows(ctx, sup)
-		}()
+		out[i].sup, out[i].err = sup, errs[i]
 	}
-	wg.Wait()
 	return out
 }
 
