@@ -26,7 +26,7 @@ type fleetRow struct {
 	// SpendToday is the agent's cost today (UTC), in USD; "" when unknown.
 	SpendToday string
 	// WatchedBy are the monitor attachments watching this conversation.
-	WatchedBy []string
+	WatchedBy []watcher
 	// Link is the conversation page; AgentLink the agent's describe view.
 	Link, AgentLink string
 }
@@ -38,6 +38,9 @@ func (r fleetRow) ExecClass() string {
 	}
 	return "state-" + r.Execution
 }
+
+// watcher is a monitor attachment watching a conversation, and its describe view.
+type watcher struct{ Name, Link string }
 
 // fleetDown is a supervisor whose rows are missing, and why.
 type fleetDown struct{ Name, Err string }
@@ -173,7 +176,9 @@ func supervisorRows(sn fleetSnapshot, f fleetFilter, now time.Time) []fleetRow {
 			r.Spend, _, _ = unstructured.NestedString(c.Object, "status", "spendUSD")
 			r.Created = c.GetCreationTimestamp().Time
 			r.Age = age(now, r.Created)
-			r.WatchedBy = append(watched[ns+"/"+name+"/"], watched[ns+"/"+name+"/"+r.Conversation]...)
+			for _, m := range append(watched[ns+"/"+name+"/"], watched[ns+"/"+name+"/"+r.Conversation]...) {
+				r.WatchedBy = append(r.WatchedBy, watcher{Name: m, Link: describeLink(sup, "monitorattachments", ns, m)})
+			}
 			r.Link = "/manage/conversations/" + url.PathEscape(sup) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(r.Conversation)
 			rows = append(rows, r)
 		}

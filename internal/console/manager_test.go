@@ -134,6 +134,13 @@ func TestFleetPage(t *testing.T) {
 	e.agent(t, "lonely")
 	e.conversation(t, "coder-1", "coder", "Active", "BUSY")
 	e.conversation(t, "reviewer-1", "reviewer", "Paused", "")
+	// A monitor watching coder (stored directly: only its target matters here).
+	if _, err := e.api.Store.Create(context.Background(), "monitorattachments", &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "aicli.dev/v1alpha1", "kind": "MonitorAttachment",
+		"metadata": map[string]any{"name": "guard", "namespace": "default"},
+		"spec":     map[string]any{"monitor": "reviewer", "target": map[string]any{"agent": "coder"}}}}); err != nil {
+		t.Fatal(err)
+	}
 
 	code, body := e.get(t, "/manage")
 	if code != http.StatusOK {
@@ -150,8 +157,9 @@ func TestFleetPage(t *testing.T) {
 			t.Errorf("fleet page lacks %q", want)
 		}
 	}
-	if r := rowOf(body, "coder-1"); !strings.Contains(r, "Active") || !strings.Contains(r, `state-BUSY`) || !strings.Contains(r, "$1.25") {
-		t.Errorf("coder-1's row = %q, want Active, BUSY and its spend", r)
+	if r := rowOf(body, "coder-1"); !strings.Contains(r, "Active") || !strings.Contains(r, `state-BUSY`) || !strings.Contains(r, "$1.25") ||
+		!strings.Contains(r, `href="/manage/describe/a/monitorattachments/default/guard"`) {
+		t.Errorf("coder-1's row = %q, want Active, BUSY, its spend and the monitor watching it", r)
 	}
 	if r := rowOf(body, "reviewer-1"); !strings.Contains(r, "Paused") || strings.Contains(r, "BUSY") {
 		t.Errorf("reviewer-1's row = %q, want Paused without an execution", r)
