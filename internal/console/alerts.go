@@ -1,6 +1,18 @@
 package console
 
-import "context"
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/console/auth"
+)
 
 // Alert is a tripped monitor breaker, shown at the top of every Manager page
 // with its re-arm button.
@@ -11,7 +23,168 @@ type Alert struct {
 	CSRF                        string
 }
 
-// alerts returns the tripped breakers of the fleet.
+// maxAlerts bounds the banner: a fleet-wide storm shows the first ones and
+// links to the monitors page for the rest.
+const maxAlerts = 10
+
+// attachmentsTTL is how long a fleet-wide list of attachments serves the
+// banner and the "watched by" badges. Watch events and re-arms refresh it.
+const attachmentsTTL = 3 * time.Second
+
+// supAttachments is one supervisor's monitor attachments, or why they could
+// not be listed.
+type supAttachments struct {
+	Supervisor string
+	Items      []v1alpha1.MonitorAttachment
+	Err        error
+}
+
+// attachmentCache holds the last fleet-wide list of monitor attachments:
+// every Manager page renders the banner, so it must not cost a list each time.
+type attachmentCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	sups []supAttachments
+}
+
+// attachments returns every supervisor's monitor attachments: from the cache
+// when it is younger than attachmentsTTL and fresh is false, else listed anew
+// (one list per supervisor, in parallel, bounded by listTimeout).
+func (s *Server) attachments(ctx context.Context, fresh bool) []supAttachments {
+	c := &s.attachCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !fresh && c.sups != nil && time.Since(c.at) < attachmentsTTL {
+		return c.sups
+	}
+	var out []supAttachments
+	for _, l := range s.listAll(ctx, "monitorattachments", "") {
+		sa := supAttachments{Supervisor: l.Supervisor.Name, Err: l.Err}
+		for _, u := range l.Items {
+			var a v1alpha1.MonitorAttachment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &a); err != nil {
+				sa.Err = err
+				break
+			}
+			sa.Items = append(sa.Items, a)
+		}
+		sort.Slice(sa.Items, func(i, j int) bool {
+			a, b := sa.Items[i], sa.Items[j]
+			return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+		})
+		out = append(out, sa)
+	}
+	c.sups, c.at = out, time.Now()
+	return out
+}
+
+// forgetAttachments drops the cache (after a change made through the console).
+func (s *Server) forgetAttachments() {
+	s.attachCache.mu.Lock()
+	s.attachCache.sups = nil
+	s.attachCache.mu.Unlock()
+}
+
+// alerts returns the tripped breakers of the fleet (at most maxAlerts).
 func (s *Server) alerts(ctx context.Context, csrf string) []Alert {
-	return nil
+	return s.alertsOf(s.attachments(ctx, false), csrf)
+}
+
+func (s *Server) alertsOf(sups []supAttachments, csrf string) []Alert {
+	var out []Alert
+	for _, sa := range sups {
+		for _, a := range sa.Items {
+			if a.Status.TrippedAt == nil {
+				continue
+			}
+			if len(out) == maxAlerts {
+				return out
+			}
+			out = append(out, Alert{Supervisor: sa.Supervisor, Namespace: a.Namespace, Name: a.Name,
+				Reason: a.Status.TrippedReason, Link: monitorAnchor(sa.Supervisor, a.Namespace, a.Name), CSRF: csrf})
+		}
+	}
+	return out
+}
+
+// monitorAnchor links to an attachment's row on the monitors page.
+func monitorAnchor(sup, ns, name string) string {
+	return "/manage/monitors#" + attachmentID(sup, ns, name)
+}
+
+// attachmentID is the HTML id of an attachment's row.
+func attachmentID(sup, ns, name string) string {
+	return "ma-" + url.PathEscape(sup) + "-" + ns + "-" + name
+}
+
+// alertsPartial answers GET /manage/alerts: the banner alone, listed afresh
+// (the layout asks for it on each monitorattachments watch event).
+func (s *Server) alertsPartial(w http.ResponseWriter, r *http.Request) {
+	s.partial(w, "", "alerts", s.alertsOf(s.attachments(r.Context(), true), csrfOf(r)))
+}
+
+// csrfOf returns the CSRF token of the request's session.
+func csrfOf(r *http.Request) string {
+	if sess := auth.FromContext(r.Context()); sess != nil {
+		return sess.CSRF
+	}
+	return ""
+}
+
+// Watcher is a monitor watching an agent, for the "watched by" badges.
+type Watcher struct {
+	// Name is the attachment (and usually the monitor agent) name.
+	Name, Monitor string
+	// Conversation is set when the attachment watches one conversation only.
+	Conversation string
+	Mode         v1alpha1.MonitorMode
+	Tripped      bool
+	// Link is the attachment's row on the monitors page.
+	Link string
+}
+
+// WatchedBy returns the monitors attached to agent namespace/name homed on
+// supervisor sup: attachments on sup with a local target, and attachments
+// on other supervisors whose remote target names sup's address (fleet pages
+// call it per row; it reads the cached list). It is for the fleet and
+// conversation pages' "watched by" badges (template "watchedBy" in
+// monitors.html renders them).
+func (s *Server) WatchedBy(ctx context.Context, sup, namespace, agent string) []Watcher {
+	return watchersOf(s.attachments(ctx, false), s.supervisorServer(sup), sup, namespace, agent)
+}
+
+// supervisorServer returns the configured address of supervisor name.
+func (s *Server) supervisorServer(name string) string {
+	if sup := s.Fleet.Get(name); sup != nil {
+		return sup.Server
+	}
+	return ""
+}
+
+func watchersOf(sups []supAttachments, server, sup, namespace, agent string) []Watcher {
+	var out []Watcher
+	for _, sa := range sups {
+		for _, a := range sa.Items {
+			t := a.Spec.Target
+			if t.Agent != agent {
+				continue
+			}
+			if t.Supervisor == nil {
+				if sa.Supervisor != sup || a.Namespace != namespace {
+					continue
+				}
+			} else {
+				tns := t.Supervisor.Namespace
+				if tns == "" {
+					tns = a.Namespace
+				}
+				if server == "" || t.Supervisor.Address != server || tns != namespace {
+					continue
+				}
+			}
+			out = append(out, Watcher{Name: a.Name, Monitor: a.Spec.Monitor, Conversation: t.Conversation,
+				Mode: a.Spec.Mode, Tripped: a.Status.TrippedAt != nil, Link: monitorAnchor(sa.Supervisor, a.Namespace, a.Name)})
+		}
+	}
+	return out
 }
