@@ -40,6 +40,17 @@ var (
 			{"{module}/controllers", "the supervisor's reconcilers"},
 			{"github.com/cockroachdb/pebble", "the store's storage engine"},
 		},
+	}, {
+		// The consoles use only the public API through internal/client.
+		Binary: "./internal/client",
+		Forbidden: []forbidden{
+			{"{module}/internal/store", "the supervisor's event store"},
+			{"{module}/internal/apiserver", "the supervisor's API server"},
+			{"{module}/internal/runtime", "the supervisor's container runtime"},
+			{"github.com/docker", "the Docker engine client"},
+			{"github.com/cockroachdb/pebble", "the store's storage engine"},
+			{"github.com/prometheus", "the supervisor's metrics"},
+		},
 	}}
 	importRules = []importRule{{
 		Packages: "./apis/...",
