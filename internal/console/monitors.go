@@ -97,9 +97,9 @@ func (s *Server) monitorRow(sup string, a *v1alpha1.MonitorAttachment) monitorRo
 	row := monitorRow{ID: attachmentID(sup, a.Namespace, a.Name), Supervisor: sup, Namespace: a.Namespace, Name: a.Name,
 		Monitor: a.Spec.Monitor, MonitorLink: describeLink(sup, "agents", a.Namespace, a.Spec.Monitor),
 		History: describeLink(sup, "monitorattachments", a.Namespace, a.Name),
-		Target: a.Spec.Target.Agent, Mode: a.Spec.Mode, CaseSensitive: a.Spec.Trigger.CaseSensitive,
+		Target:  a.Spec.Target.Agent, Mode: a.Spec.Mode, CaseSensitive: a.Spec.Trigger.CaseSensitive,
 		Tripped: !breaker.Closed(st), TrippedReason: st.TrippedReason, Humanless: st.ConsecutiveHumanless,
-		Wakes: int(st.Wakes), Ready: string(metav1ConditionStatus(st, v1alpha1.ConditionReady))}
+		Wakes: int(st.Wakes), Ready: conditionStatus(st, v1alpha1.ConditionReady)}
 	if row.Mode == "" {
 		row.Mode = v1alpha1.MonitorAdvise
 	}
@@ -158,7 +158,7 @@ func breakerLimits(b v1alpha1.BreakerSpec) (maxHumanless int32, wakes, windowMin
 	return maxHumanless, wakes, windowMinutes
 }
 
-func metav1ConditionStatus(st *v1alpha1.MonitorAttachmentStatus, typ string) string {
+func conditionStatus(st *v1alpha1.MonitorAttachmentStatus, typ string) string {
 	if c := meta.FindStatusCondition(st.Conditions, typ); c != nil {
 		return string(c.Status)
 	}
