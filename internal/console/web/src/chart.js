@@ -23,7 +23,7 @@ export function startCharts(root) {
     }
     const opts = {
       title: spec.title || "",
-      width: Math.max(320, el.clientWidth || 640),
+      width: Math.max(240, el.clientWidth || 640),
       height: spec.height || 260,
       series: [{}].concat(series.map((s, i) => ({
         label: s.label,
@@ -35,5 +35,12 @@ export function startCharts(root) {
     };
     el.chart = new uPlot(opts, [xs].concat(data), el);
     el.setAttribute("data-chart-rendered", "true");
+    // Follow the element's width (window resize, phone rotation).
+    if (window.ResizeObserver) {
+      new ResizeObserver(() => {
+        const w = Math.max(240, el.clientWidth);
+        if (w !== el.chart.width) el.chart.setSize({ width: w, height: opts.height });
+      }).observe(el);
+    }
   });
 }
