@@ -30,7 +30,10 @@ export function startCharts(root) {
         stroke: palette[i % palette.length],
         fill: palette[i % palette.length] + "99",
         paths: uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 60] }) : undefined,
+        points: { show: false },
       }))),
+      // Half a day of room at each end, so the first and last days' bars show whole.
+      scales: { x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] } },
       axes: [{}, { label: spec.unit || "" }],
     };
     el.chart = new uPlot(opts, [xs].concat(data), el);
