@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -23,6 +21,10 @@ type SpendOptions struct {
 // namespace when "", which needs a token for all namespaces): GET
 // …/spendhistory, the JSON of spend.Report.
 func (c *Client) SpendHistoryJSON(ctx context.Context, namespace string, opts SpendOptions) ([]byte, error) {
+	return c.DoRaw(ctx, http.MethodGet, spendHistoryPath(namespace, opts), "", nil)
+}
+
+func spendHistoryPath(namespace string, opts SpendOptions) string {
 	path := apischema.APIPath + "/spendhistory"
 	if namespace != "" {
 		path = apischema.APIPath + "/namespaces/" + url.PathEscape(namespace) + "/spendhistory"
@@ -37,20 +39,16 @@ func (c *Client) SpendHistoryJSON(ctx context.Context, namespace string, opts Sp
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	return c.DoRaw(ctx, http.MethodGet, path, "", nil)
+	return path
 }
 
 // SpendHistory reads tokens and cost per UTC day and model (the four
 // buckets), per agent, and the agents' live quota windows
 // (docs/spend.md). namespace "" reads every namespace.
 func (c *Client) SpendHistory(ctx context.Context, namespace string, opts SpendOptions) (*spend.Report, error) {
-	data, err := c.SpendHistoryJSON(ctx, namespace, opts)
-	if err != nil {
-		return nil, err
-	}
 	var rep spend.Report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("spend history: decoding: %w", err)
+	if err := c.getJSON(ctx, spendHistoryPath(namespace, opts), "the spend history", &rep); err != nil {
+		return nil, err
 	}
 	return &rep, nil
 }
