@@ -28,7 +28,8 @@ type Alert struct {
 const maxAlerts = 10
 
 // attachmentsTTL is how long a fleet-wide list of attachments serves the
-// banner and the "watched by" badges. Watch events and re-arms refresh it.
+// pages' banner and "watched by" badges. The live partials, asked for on
+// each watch event, want a list begun after they arrived.
 const attachmentsTTL = 3 * time.Second
 
 // supAttachments is one supervisor's monitor attachments, or why they could
@@ -42,21 +43,23 @@ type supAttachments struct {
 // attachmentCache holds the last fleet-wide list of monitor attachments:
 // every Manager page renders the banner, so it must not cost a list each time.
 type attachmentCache struct {
-	mu   sync.Mutex
-	at   time.Time
-	sups []supAttachments
+	mu      sync.Mutex
+	started time.Time // when the cached list began
+	sups    []supAttachments
 }
 
-// attachments returns every supervisor's monitor attachments: from the cache
-// when it is younger than attachmentsTTL and fresh is false, else listed anew
-// (one list per supervisor, in parallel, bounded by listTimeout).
-func (s *Server) attachments(ctx context.Context, fresh bool) []supAttachments {
+// attachments returns every supervisor's monitor attachments as listed by a
+// list begun at or after notBefore: the cached one, else a new one (one list
+// per supervisor, in parallel, bounded by listTimeout). Lists are made one at
+// a time, so the pages refreshing on one watch event share at most two.
+func (s *Server) attachments(ctx context.Context, notBefore time.Time) []supAttachments {
 	c := &s.attachCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !fresh && c.sups != nil && time.Since(c.at) < attachmentsTTL {
+	if c.sups != nil && !c.started.Before(notBefore) {
 		return c.sups
 	}
+	started := time.Now()
 	var out []supAttachments
 	for _, l := range s.listAll(ctx, "monitorattachments", "") {
 		sa := supAttachments{Supervisor: l.Supervisor.Name, Err: l.Err}
@@ -74,8 +77,13 @@ func (s *Server) attachments(ctx context.Context, fresh bool) []supAttachments {
 		})
 		out = append(out, sa)
 	}
-	c.sups, c.at = out, time.Now()
+	c.sups, c.started = out, started
 	return out
+}
+
+// recentAttachments is attachments no older than attachmentsTTL.
+func (s *Server) recentAttachments(ctx context.Context) []supAttachments {
+	return s.attachments(ctx, time.Now().Add(-attachmentsTTL))
 }
 
 // forgetAttachments drops the cache (after a change made through the console).
@@ -87,7 +95,7 @@ func (s *Server) forgetAttachments() {
 
 // alerts returns the tripped breakers of the fleet (at most maxAlerts).
 func (s *Server) alerts(ctx context.Context, csrf string) []Alert {
-	return s.alertsOf(s.attachments(ctx, false), csrf)
+	return s.alertsOf(s.recentAttachments(ctx), csrf)
 }
 
 func (s *Server) alertsOf(sups []supAttachments, csrf string) []Alert {
@@ -117,10 +125,10 @@ func attachmentID(sup, ns, name string) string {
 	return "ma-" + url.PathEscape(sup) + "-" + ns + "-" + name
 }
 
-// alertsPartial answers GET /manage/alerts: the banner alone, listed afresh
-// (the layout asks for it on each monitorattachments watch event).
+// alertsPartial answers GET /manage/alerts: the banner alone, from a list
+// begun after the request (the layout asks for it on each watch event).
 func (s *Server) alertsPartial(w http.ResponseWriter, r *http.Request) {
-	s.partial(w, "", "alerts", s.alertsOf(s.attachments(r.Context(), true), csrfOf(r)))
+	s.partial(w, "", "alerts", s.alertsOf(s.attachments(r.Context(), time.Now()), csrfOf(r)))
 }
 
 // csrfOf returns the CSRF token of the request's session.
@@ -150,7 +158,7 @@ type Watcher struct {
 // conversation pages' "watched by" badges (template "watchedBy" in
 // monitors.html renders them).
 func (s *Server) WatchedBy(ctx context.Context, sup, namespace, agent string) []Watcher {
-	return watchersOf(s.attachments(ctx, false), s.supervisorServer(sup), sup, namespace, agent)
+	return watchersOf(s.recentAttachments(ctx), s.supervisorServer(sup), sup, namespace, agent)
 }
 
 // supervisorServer returns the configured address of supervisor name.

@@ -66,20 +66,20 @@ func describeLink(sup, resource, ns, name string) string {
 
 // monitorsPage lists every MonitorAttachment of the fleet (GET /manage/monitors).
 func (s *Server) monitorsPage(w http.ResponseWriter, r *http.Request) {
-	d := s.monitorsData(r, false)
+	d := s.monitorsData(r, s.recentAttachments(r.Context()))
 	d.Created = r.URL.Query().Get("created")
 	s.render(w, http.StatusOK, "monitors", s.page(r, "manage", "monitors", "Monitors", d))
 }
 
-// monitorsTable is the table alone, listed afresh (GET /manage/monitors/table,
+// monitorsTable is the table alone, from a list begun after the request (GET /manage/monitors/table,
 // asked for by the page on each monitorattachments watch event).
 func (s *Server) monitorsTable(w http.ResponseWriter, r *http.Request) {
-	s.partial(w, "monitors", "monitorsTable", s.monitorsData(r, true))
+	s.partial(w, "monitors", "monitorsTable", s.monitorsData(r, s.attachments(r.Context(), time.Now())))
 }
 
-func (s *Server) monitorsData(r *http.Request, fresh bool) monitorsData {
+func (s *Server) monitorsData(r *http.Request, sups []supAttachments) monitorsData {
 	d := monitorsData{CSRF: csrfOf(r)}
-	for _, sa := range s.attachments(r.Context(), fresh) {
+	for _, sa := range sups {
 		if sa.Err != nil {
 			_, msg := ErrorMessage(sa.Err)
 			d.Errors = append(d.Errors, fmt.Sprintf("supervisor %s: %s", sa.Supervisor, msg))

@@ -342,3 +342,45 @@ func TestWatchedByAndDownSupervisor(t *testing.T) {
 	}
 	mustContain(t, "monitors page with a supervisor down", body, "supervisor gone:", `id="ma-alpha-default-watchdog"`)
 }
+
+func TestAlertsShareListsAcrossPagesAndEvents(t *testing.T) {
+	srv, addr := monitorSupervisor(t)
+	attach(t, srv, "watchdog", "coder", v1alpha1.Keyword{Text: "panic"})
+	c := newTestConsole(t, state.Supervisor{Name: "alpha", Server: addr})
+	lists := func() int { return srv.Requests(http.MethodGet, "/apis/aicli.dev/v1alpha1/monitorattachments") }
+
+	// Pages within attachmentsTTL share one list.
+	before := lists()
+	for range 5 {
+		if code, body := c.get("/manage"); code != http.StatusOK {
+			t.Fatalf("fleet page: %d %s", code, body)
+		}
+	}
+	if n := lists() - before; n != 1 {
+		t.Fatalf("5 page views made %d lists, want 1", n)
+	}
+	// Ten pages refreshing on one watch event at once share at most two lists.
+	before = lists()
+	done := make(chan int, 10)
+	for range 10 {
+		go func() { // c.get may not fail the test from here
+			req, _ := http.NewRequest(http.MethodGet, c.url+"/manage/alerts", nil)
+			req.Header.Set("HX-Request", "true")
+			resp, err := c.hc.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	for range 10 {
+		if code := <-done; code != http.StatusOK {
+			t.Fatalf("alerts partial: %d", code)
+		}
+	}
+	if n := lists() - before; n < 1 || n > 2 {
+		t.Fatalf("10 simultaneous refreshes made %d lists, want 1 or 2", n)
+	}
+}
