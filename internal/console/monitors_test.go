@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ type testConsole struct {
 	url  string
 	hc   *http.Client
 	csrf string
+	// arrived counts the requests the console received.
+	arrived atomic.Int64
 }
 
 const testPassword = "console-test-password"
@@ -54,7 +57,11 @@ func newTestConsole(t *testing.T, sups ...state.Supervisor) *testConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(h)
+	c := &testConsole{t: t, srv: srv}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.arrived.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	sess, err := a.Login(testPassword)
 	if err != nil {
@@ -65,7 +72,8 @@ func newTestConsole(t *testing.T, sups ...state.Supervisor) *testConsole {
 	jar.SetCookies(u, []*http.Cookie{{Name: auth.SessionCookie, Value: sess.ID, Path: "/"}})
 	hc := &http.Client{Jar: jar, Timeout: 20 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &testConsole{t: t, srv: srv, url: hs.URL, hc: hc, csrf: sess.CSRF}
+	c.url, c.hc, c.csrf = hs.URL, hc, sess.CSRF
+	return c
 }
 
 // get fetches path and returns the status and body.
@@ -359,8 +367,18 @@ func TestAlertsShareListsAcrossPagesAndEvents(t *testing.T) {
 	if n := lists() - before; n != 1 {
 		t.Fatalf("5 page views made %d lists, want 1", n)
 	}
-	// Ten pages refreshing on one watch event at once share at most two lists.
+	// Ten pages refreshing on one watch event at once share at most two lists:
+	// the first list is held until all ten reached the console.
 	before = lists()
+	arrivedBefore := c.arrived.Load()
+	srv.BeforeServe(func(r *http.Request) {
+		if r.URL.Path != "/apis/aicli.dev/v1alpha1/monitorattachments" {
+			return
+		}
+		for deadline := time.Now().Add(10 * time.Second); c.arrived.Load() < arrivedBefore+10 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 	done := make(chan int, 10)
 	for range 10 {
 		go func() { // c.get may not fail the test from here
