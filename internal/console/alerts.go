@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +47,13 @@ type attachmentCache struct {
 	mu      sync.Mutex
 	started time.Time // when the cached list began
 	sups    []supAttachments
+	// watchers indexes sups by target for WatchedBy.
+	watchers map[watchKey][]Watcher
 }
+
+// watchKey is a watched agent: on a configured supervisor ("sup:NAME") or at
+// a remote target's address ("addr:URL").
+type watchKey struct{ where, namespace, agent string }
 
 // attachments returns every supervisor's monitor attachments as listed by a
 // list begun at or after notBefore: the cached one, else a new one (one list
@@ -77,7 +84,7 @@ func (s *Server) attachments(ctx context.Context, notBefore time.Time) []supAtta
 		})
 		out = append(out, sa)
 	}
-	c.sups, c.started = out, started
+	c.sups, c.started, c.watchers = out, started, indexWatchers(out)
 	return out
 }
 
@@ -152,13 +159,20 @@ type Watcher struct {
 }
 
 // WatchedBy returns the monitors attached to agent namespace/name homed on
-// supervisor sup: attachments on sup with a local target, and attachments
-// on other supervisors whose remote target names sup's address (fleet pages
-// call it per row; it reads the cached list). It is for the fleet and
-// conversation pages' "watched by" badges (template "watchedBy" in
-// monitors.html renders them).
+// supervisor sup: attachments on sup with a local target, and attachments on
+// any supervisor whose remote target is sup's address. It is for the pages'
+// "watched by" badges (template "watchedBy" in layout.html renders them) and
+// costs a map lookup: it reads the list the banner shares.
 func (s *Server) WatchedBy(ctx context.Context, sup, namespace, agent string) []Watcher {
-	return watchersOf(s.recentAttachments(ctx), s.supervisorServer(sup), sup, namespace, agent)
+	s.recentAttachments(ctx)
+	c := &s.attachCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.watchers[watchKey{"sup:" + sup, namespace, agent}]
+	if server := s.supervisorServer(sup); server != "" {
+		out = append(out[:len(out):len(out)], c.watchers[watchKey{"addr:" + strings.TrimSuffix(server, "/"), namespace, agent}]...)
+	}
+	return out
 }
 
 // supervisorServer returns the configured address of supervisor name.
@@ -169,28 +183,19 @@ func (s *Server) supervisorServer(name string) string {
 	return ""
 }
 
-func watchersOf(sups []supAttachments, server, sup, namespace, agent string) []Watcher {
-	var out []Watcher
+func indexWatchers(sups []supAttachments) map[watchKey][]Watcher {
+	out := map[watchKey][]Watcher{}
 	for _, sa := range sups {
 		for _, a := range sa.Items {
 			t := a.Spec.Target
-			if t.Agent != agent {
-				continue
-			}
-			if t.Supervisor == nil {
-				if sa.Supervisor != sup || a.Namespace != namespace {
-					continue
-				}
-			} else {
-				tns := t.Supervisor.Namespace
-				if tns == "" {
-					tns = a.Namespace
-				}
-				if server == "" || t.Supervisor.Address != server || tns != namespace {
-					continue
+			k := watchKey{"sup:" + sa.Supervisor, a.Namespace, t.Agent}
+			if rs := t.Supervisor; rs != nil {
+				k.where = "addr:" + strings.TrimSuffix(rs.Address, "/")
+				if rs.Namespace != "" {
+					k.namespace = rs.Namespace
 				}
 			}
-			out = append(out, Watcher{Name: a.Name, Monitor: a.Spec.Monitor, Conversation: t.Conversation,
+			out[k] = append(out[k], Watcher{Name: a.Name, Monitor: a.Spec.Monitor, Conversation: t.Conversation,
 				Mode: a.Spec.Mode, Tripped: a.Status.TrippedAt != nil, Link: monitorAnchor(sa.Supervisor, a.Namespace, a.Name)})
 		}
 	}

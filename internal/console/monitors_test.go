@@ -351,6 +351,28 @@ func TestWatchedByAndDownSupervisor(t *testing.T) {
 	mustContain(t, "monitors page with a supervisor down", body, "supervisor gone:", `id="ma-alpha-default-watchdog"`)
 }
 
+func TestWatchedByCrossSupervisor(t *testing.T) {
+	alpha, alphaAddr := monitorSupervisor(t)
+	_, betaAddr := monitorSupervisor(t)
+	remote := &v1alpha1.MonitorAttachment{Spec: v1alpha1.MonitorAttachmentSpec{Monitor: "helper",
+		Target:  v1alpha1.MonitorTarget{Agent: "coder", Supervisor: &v1alpha1.RemoteSupervisor{Address: betaAddr, TokenSecret: "beta-token"}},
+		Trigger: v1alpha1.TriggerSpec{Keywords: []v1alpha1.Keyword{{Text: "panic"}}}}}
+	remote.Namespace, remote.Name = "default", "over-there"
+	if err := storeclient.New(alpha.Store).Create(context.Background(), remote); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestConsole(t, state.Supervisor{Name: "alpha", Server: alphaAddr}, state.Supervisor{Name: "beta", Server: betaAddr})
+	if w := c.srv.WatchedBy(context.Background(), "alpha", "default", "coder"); len(w) != 0 {
+		t.Fatalf("alpha's coder is not watched: %+v", w)
+	}
+	w := c.srv.WatchedBy(context.Background(), "beta", "default", "coder")
+	if len(w) != 1 || w[0].Name != "over-there" || w[0].Link != "/manage/monitors#ma-alpha-default-over-there" {
+		t.Fatalf("beta's coder is watched from alpha: %+v", w)
+	}
+	_, body := c.get("/manage/monitors")
+	mustContain(t, "monitors page", body, "on "+betaAddr)
+}
+
 func TestAlertsShareListsAcrossPagesAndEvents(t *testing.T) {
 	srv, addr := monitorSupervisor(t)
 	attach(t, srv, "watchdog", "coder", v1alpha1.Keyword{Text: "panic"})
