@@ -16,18 +16,6 @@ import (
 	"aicli.dev/aicli/internal/spend/spendtest"
 )
 
-// loggedInBrowser opens a tab of the suite's chromium (a screenshot is saved
-// if the spec fails) logged in to the console, at next.
-func (p *consoleProc) loggedInBrowser(ctx context.Context, next string) *framework.Browser {
-	GinkgoHelper()
-	b := suite.NewBrowser(ctx)
-	Expect(b.Open(ctx, p.URL+"/login?next="+next)).To(Succeed())
-	Expect(b.Fill(ctx, "Console password", p.Password)).To(Succeed())
-	Expect(b.ClickButton(ctx, "Log in")).To(Succeed())
-	waitPage(ctx, b, "header.top", "Log out")
-	return b
-}
-
 // waitPage waits until the page a click navigated to shows text in css (a
 // wait that began before the navigation ended is retried).
 func waitPage(ctx context.Context, b *framework.Browser, css, text string) {
