@@ -38,6 +38,8 @@ type Server struct {
 	tmplErr   error
 	mux       *http.ServeMux
 	spend     spendCache // the fleet page's spend of today, per supervisor
+
+	attachCache attachmentCache // monitor attachments for the banner and badges (alerts.go)
 }
 
 // Handler returns the console's HTTP handler.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/go-units"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -41,7 +41,7 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	snaps := s.fleetSnapshots(r.Context(), true)
 	fetched := time.Now()
-	d := fleetData{Table: buildFleetTable(snaps, f, time.Now())}
+	d := fleetData{Table: buildFleetTable(snaps, f, time.Now(), s.watchedByFunc(r.Context()))}
 	for _, sn := range snaps {
 		h := sn.Supervisor.Health()
 		fs := fleetSupervisor{Name: sn.Supervisor.Name, Server: sn.Supervisor.Server, Up: h.Up, Err: h.Err, Since: h.Since,
@@ -56,13 +56,18 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "fleet", s.page(r, "manage", "fleet", "Fleet", d))
 }
 
+// watchedByFunc is WatchedBy bound to ctx.
+func (s *Server) watchedByFunc(ctx context.Context) watchedByFunc {
+	return func(sup, ns, agent string) []Watcher { return s.WatchedBy(ctx, sup, ns, agent) }
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // fleetTablePartial re-renders only the table (GET /manage/fleet/table, the
 // live refresh on watch events).
 func (s *Server) fleetTablePartial(w http.ResponseWriter, r *http.Request) {
 	f := parseFleetFilter(r.URL.Query())
-	t := buildFleetTable(s.fleetSnapshots(r.Context(), false), f, time.Now())
+	t := buildFleetTable(s.fleetSnapshots(r.Context(), false), f, time.Now(), s.watchedByFunc(r.Context()))
 	s.partial(w, "fleet", "table", t)
 }
 
@@ -73,7 +78,6 @@ type fleetSnapshot struct {
 	InfoErr       error
 	Agents        []unstructured.Unstructured
 	Conversations []unstructured.Unstructured
-	Attachments   []unstructured.Unstructured
 	// SpendToday is each agent's cost today in USD, by namespace/name (nil: unknown).
 	SpendToday map[string]float64
 	// Err is why the agents or conversations could not be listed.
@@ -81,14 +85,15 @@ type fleetSnapshot struct {
 }
 
 // fleetSnapshots reads every supervisor in parallel: agents, conversations,
-// monitor attachments, today's spend, and (withInfo) its info endpoint. A
-// supervisor that is down or fails gets Err and does not hold the others.
+// today's spend, and (withInfo) its info endpoint; and it refreshes the shared
+// list of monitor attachments (alerts.go) for the badges. A supervisor that is
+// down or fails gets Err and does not hold the others.
 func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnapshot {
 	out := make([]fleetSnapshot, len(s.Fleet.Supervisors))
 	lists := map[string][]Listed{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, res := range []string{"agents", "conversations", "monitorattachments"} {
+	for _, res := range []string{"agents", "conversations"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -98,6 +103,11 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 			mu.Unlock()
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.recentAttachments(ctx)
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -113,21 +123,9 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 	wg.Wait()
 	for i := range out {
 		out[i].Supervisor = s.Fleet.Supervisors[i]
-		for _, res := range []string{"agents", "conversations", "monitorattachments"} {
-			l := lists[res][i]
-			switch {
-			case l.Err != nil && res != "monitorattachments":
-				if out[i].Err == nil {
-					out[i].Err = l.Err
-				}
-			case res == "agents":
-				out[i].Agents = l.Items
-			case res == "conversations":
-				out[i].Conversations = l.Items
-			default:
-				out[i].Attachments = l.Items
-			}
-		}
+		agents, convs := lists["agents"][i], lists["conversations"][i]
+		out[i].Agents, out[i].Conversations = agents.Items, convs.Items
+		out[i].Err = cmp.Or(agents.Err, convs.Err)
 		if out[i].Err != nil && out[i].InfoErr == nil && out[i].Info == nil {
 			out[i].InfoErr = out[i].Err
 		}
@@ -248,7 +246,7 @@ func (f fleetSupervisor) Memory() string {
 	if f.Info == nil {
 		return ""
 	}
-	return units.BytesSize(float64(f.Info.Capacity.MemoryBytes))
+	return humanBytes(f.Info.Capacity.MemoryBytes)
 }
 
 // Homes and Images are the disk use of agent homes and guest images ("" when not reported).
@@ -256,12 +254,26 @@ func (f fleetSupervisor) Homes() string {
 	if f.Info == nil || f.Info.Capacity.Disk == nil {
 		return ""
 	}
-	return units.BytesSize(float64(f.Info.Capacity.Disk.HomesBytes))
+	return humanBytes(f.Info.Capacity.Disk.HomesBytes)
 }
 
 func (f fleetSupervisor) Images() string {
 	if f.Info == nil || f.Info.Capacity.Disk == nil {
 		return ""
 	}
-	return units.BytesSize(float64(f.Info.Capacity.Disk.ImagesBytes))
+	return humanBytes(f.Info.Capacity.Disk.ImagesBytes)
+}
+
+// humanBytes prints n in binary units ("1.5 GiB").
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

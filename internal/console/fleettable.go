@@ -2,7 +2,6 @@ package console
 
 import (
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -26,7 +25,7 @@ type fleetRow struct {
 	// SpendToday is the agent's cost today (UTC), in USD; "" when unknown.
 	SpendToday string
 	// WatchedBy are the monitor attachments watching this conversation.
-	WatchedBy []watcher
+	WatchedBy []Watcher
 	// Link is the conversation page; AgentLink the agent's describe view.
 	Link, AgentLink string
 }
@@ -38,9 +37,6 @@ func (r fleetRow) ExecClass() string {
 	}
 	return "state-" + r.Execution
 }
-
-// watcher is a monitor attachment watching a conversation, and its describe view.
-type watcher struct{ Name, Link string }
 
 // fleetDown is a supervisor whose rows are missing, and why.
 type fleetDown struct{ Name, Err string }
@@ -66,9 +62,13 @@ var (
 	fleetExecutions = []string{"BUSY", "IDLE", "WAITING_FOR_INPUT", "STARTING", "EXITED"}
 )
 
+// watchedByFunc returns the monitors watching an agent (Server.WatchedBy).
+type watchedByFunc func(sup, namespace, agent string) []Watcher
+
 // buildFleetTable turns the supervisors' snapshots into the table's rows
-// matching f, in fleet order, then namespace, agent and newest conversation.
-func buildFleetTable(snaps []fleetSnapshot, f fleetFilter, now time.Time) fleetTable {
+// matching f, in fleet order, then namespace, agent and newest conversation;
+// watchedBy (nil: none) gives each row its "watched by" badges.
+func buildFleetTable(snaps []fleetSnapshot, f fleetFilter, now time.Time, watchedBy watchedByFunc) fleetTable {
 	t := fleetTable{Filter: f, States: fleetStates, Executions: fleetExecutions, Query: f.query(f.Page)}
 	var rows []fleetRow
 	for _, sn := range snaps {
@@ -82,7 +82,7 @@ func buildFleetTable(snaps []fleetSnapshot, f fleetFilter, now time.Time) fleetT
 			t.Down = append(t.Down, fleetDown{Name: name, Err: msg})
 			continue
 		}
-		rows = append(rows, supervisorRows(sn, f, now)...)
+		rows = append(rows, supervisorRows(sn, f, now, watchedBy)...)
 	}
 	t.Total = len(rows)
 	start := f.Page * fleetPageRows
@@ -105,9 +105,8 @@ func buildFleetTable(snaps []fleetSnapshot, f fleetFilter, now time.Time) fleetT
 }
 
 // supervisorRows are one supervisor's rows matching f.
-func supervisorRows(sn fleetSnapshot, f fleetFilter, now time.Time) []fleetRow {
+func supervisorRows(sn fleetSnapshot, f fleetFilter, now time.Time, watchedBy watchedByFunc) []fleetRow {
 	sup := sn.Supervisor.Name
-	watched := watchers(sn.Attachments)
 	convs := map[string][]unstructured.Unstructured{} // by namespace/agent
 	for _, c := range sn.Conversations {
 		agent, _, _ := unstructured.NestedString(c.Object, "spec", "agentRef")
@@ -147,6 +146,10 @@ func supervisorRows(sn fleetSnapshot, f fleetFilter, now time.Time) []fleetRow {
 		if sn.SpendToday != nil {
 			base.SpendToday = fmt.Sprintf("%.2f", sn.SpendToday[ns+"/"+name])
 		}
+		var watchers []Watcher
+		if watchedBy != nil {
+			watchers = watchedBy(sup, ns, name)
+		}
 		cs := convs[ns+"/"+name]
 		if len(cs) == 0 {
 			if (f.State == "" || f.State == "none") && f.Execution == "" {
@@ -176,40 +179,16 @@ func supervisorRows(sn fleetSnapshot, f fleetFilter, now time.Time) []fleetRow {
 			r.Spend, _, _ = unstructured.NestedString(c.Object, "status", "spendUSD")
 			r.Created = c.GetCreationTimestamp().Time
 			r.Age = age(now, r.Created)
-			for _, m := range append(watched[ns+"/"+name+"/"], watched[ns+"/"+name+"/"+r.Conversation]...) {
-				r.WatchedBy = append(r.WatchedBy, watcher{Name: m, Link: describeLink(sup, "monitorattachments", ns, m)})
+			for _, w := range watchers {
+				if w.Conversation == "" || w.Conversation == r.Conversation {
+					r.WatchedBy = append(r.WatchedBy, w)
+				}
 			}
-			r.Link = "/manage/conversations/" + url.PathEscape(sup) + "/" + url.PathEscape(ns) + "/" + url.PathEscape(r.Conversation)
+			r.Link = conversationLink(sup, ns, r.Conversation)
 			rows = append(rows, r)
 		}
 	}
 	return rows
-}
-
-// watchers maps namespace/agent/conversation (conversation "" for a whole
-// agent) to the local monitor attachments watching it. Attachments whose
-// target is on another supervisor are left to the monitors page.
-func watchers(attachments []unstructured.Unstructured) map[string][]string {
-	out := map[string][]string{}
-	for _, at := range attachments {
-		if _, remote, _ := unstructured.NestedMap(at.Object, "spec", "target", "supervisor"); remote {
-			continue
-		}
-		agent, _, _ := unstructured.NestedString(at.Object, "spec", "target", "agent")
-		conv, _, _ := unstructured.NestedString(at.Object, "spec", "target", "conversation")
-		k := at.GetNamespace() + "/" + agent + "/" + conv
-		out[k] = append(out[k], at.GetName())
-	}
-	return out
-}
-
-// describeLink is the describe view of one object.
-func describeLink(sup, resource, ns, name string) string {
-	if ns == "" {
-		ns = "-" // cluster-scoped
-	}
-	return "/manage/describe/" + url.PathEscape(sup) + "/" + url.PathEscape(resource) + "/" + url.PathEscape(ns) + "/" +
-		url.PathEscape(name)
 }
 
 func age(now, t time.Time) string {

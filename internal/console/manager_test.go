@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/console/auth"
 	"aicli.dev/aicli/internal/console/fleet"
 	"aicli.dev/aicli/internal/console/state"
 	"aicli.dev/aicli/internal/supinfo"
@@ -26,10 +24,9 @@ import (
 // managerEnv is a console over supervisor "a" (a real API server over a
 // store, with the info endpoint) and supervisor "b" (nobody listens: down).
 type managerEnv struct {
-	api     *apiservertest.Server
-	cl      *client.Client
-	handler http.Handler
-	cookie  *http.Cookie
+	api *apiservertest.Server
+	cl  *client.Client
+	con *testConsole
 }
 
 func newManagerEnv(t *testing.T) *managerEnv {
@@ -39,54 +36,20 @@ func newManagerEnv(t *testing.T) *managerEnv {
 	// The supervisor serves /readyz beside the API; the console's health check asks it.
 	api.API.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	addr := api.ServeUnix(t)
-	h, cookie := testConsole(t, []state.Supervisor{{Name: "a", Server: addr},
-		{Name: "b", Server: "unix://" + filepath.Join(t.TempDir(), "none.sock")}})
+	con := newTestConsole(t, state.Supervisor{Name: "a", Server: addr},
+		state.Supervisor{Name: "b", Server: "unix://" + filepath.Join(t.TempDir(), "none.sock")})
+	con.srv.Fleet.CheckAll(context.Background())
 	cl, err := client.New(client.Config{Server: addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &managerEnv{api: api, cl: cl, handler: h, cookie: cookie}
-}
-
-// testConsole is a console over sups (health checked once) and the cookie of
-// a logged-in session.
-func testConsole(tb testing.TB, sups []state.Supervisor) (http.Handler, *http.Cookie) {
-	tb.Helper()
-	f, err := fleet.New(sups)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f.CheckAll(context.Background())
-	st, err := state.Open(tb.TempDir())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a := &auth.Auth{State: st}
-	if _, err := a.EnsurePassword("pw-for-tests"); err != nil {
-		tb.Fatal(err)
-	}
-	h, err := (&Server{Fleet: f, Auth: a, State: st}).Handler()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sess, err := a.Login("pw-for-tests")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	auth.SetCookie(rec, httptest.NewRequest(http.MethodGet, "/", nil), sess)
-	return h, rec.Result().Cookies()[0]
+	return &managerEnv{api: api, cl: cl, con: con}
 }
 
 // get requests path as the logged-in user and returns the status and body.
 func (e *managerEnv) get(t *testing.T, path string) (int, string) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, path, nil)
-	req.AddCookie(e.cookie)
-	rec := httptest.NewRecorder()
-	e.handler.ServeHTTP(rec, req)
-	body, _ := io.ReadAll(rec.Result().Body)
-	return rec.Code, string(body)
+	return e.con.get(path)
 }
 
 func (e *managerEnv) create(t *testing.T, js string) {
@@ -138,7 +101,8 @@ func TestFleetPage(t *testing.T) {
 	if _, err := e.api.Store.Create(context.Background(), "monitorattachments", &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "aicli.dev/v1alpha1", "kind": "MonitorAttachment",
 		"metadata": map[string]any{"name": "guard", "namespace": "default"},
-		"spec":     map[string]any{"monitor": "reviewer", "target": map[string]any{"agent": "coder"}}}}); err != nil {
+		"spec": map[string]any{"monitor": "reviewer", "mode": "Advise", "target": map[string]any{"agent": "coder"},
+			"trigger": map[string]any{"keywords": []any{map[string]any{"text": "x"}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -158,7 +122,7 @@ func TestFleetPage(t *testing.T) {
 		}
 	}
 	if r := rowOf(body, "coder-1"); !strings.Contains(r, "Active") || !strings.Contains(r, `state-BUSY`) || !strings.Contains(r, "$1.25") ||
-		!strings.Contains(r, `href="/manage/describe/a/monitorattachments/default/guard"`) {
+		!strings.Contains(r, `watched by reviewer`) {
 		t.Errorf("coder-1's row = %q, want Active, BUSY, its spend and the monitor watching it", r)
 	}
 	if r := rowOf(body, "reviewer-1"); !strings.Contains(r, "Paused") || strings.Contains(r, "BUSY") {
@@ -204,34 +168,13 @@ func TestFleetTablePages(t *testing.T) {
 		sn.Agents = append(sn.Agents, a)
 	}
 	now := time.Now()
-	t0 := buildFleetTable([]fleetSnapshot{sn}, fleetFilter{Agent: "agent"}, now)
+	t0 := buildFleetTable([]fleetSnapshot{sn}, fleetFilter{Agent: "agent"}, now, nil)
 	if t0.Total != 450 || len(t0.Rows) != fleetPageRows || t0.Prev != "" || t0.Next != "agent=agent&page=1" {
 		t.Fatalf("page 0: total %d rows %d prev %q next %q", t0.Total, len(t0.Rows), t0.Prev, t0.Next)
 	}
-	t2 := buildFleetTable([]fleetSnapshot{sn}, fleetFilter{Agent: "agent", Page: 2}, now)
+	t2 := buildFleetTable([]fleetSnapshot{sn}, fleetFilter{Agent: "agent", Page: 2}, now, nil)
 	if len(t2.Rows) != 50 || t2.First != 401 || t2.Next != "" || t2.Prev != "agent=agent&page=1" || t2.Rows[0].Agent != "agent-400" {
 		t.Fatalf("page 2: rows %d first %d next %q prev %q", len(t2.Rows), t2.First, t2.Next, t2.Prev)
-	}
-}
-
-func TestWatchers(t *testing.T) {
-	at := func(name, agent, conv string, remote bool) unstructured.Unstructured {
-		target := map[string]any{"agent": agent}
-		if conv != "" {
-			target["conversation"] = conv
-		}
-		if remote {
-			target["supervisor"] = map[string]any{"server": "https://x"}
-		}
-		u := unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"target": target}}}
-		u.SetNamespace("default")
-		u.SetName(name)
-		return u
-	}
-	w := watchers([]unstructured.Unstructured{at("m1", "coder", "", false), at("m2", "coder", "coder-2", false),
-		at("m3", "coder", "", true)})
-	if got := fmt.Sprint(w["default/coder/"], w["default/coder/coder-2"]); got != "[m1] [m2]" {
-		t.Fatalf("watchers = %s", got)
 	}
 }
 
@@ -293,5 +236,13 @@ func TestDescribePage(t *testing.T) {
 	}
 	if code, body := e.get(t, "/manage/describe/zz/agents/default/coder"); code != http.StatusNotFound || !strings.Contains(body, "no supervisor named") {
 		t.Errorf("unknown supervisor: %d %s", code, body)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536 << 20: "1.5 GiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

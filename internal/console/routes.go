@@ -30,4 +30,11 @@ func (s *Server) routes() {
 	s.handle("GET /manage/status", s.statusPage)
 	s.handle("GET /manage/status/table", s.statusTablePartial)
 	s.handle("GET /manage/describe/{supervisor}/{resource}/{namespace}/{name}", s.describePage)
+	s.handle("GET /manage/alerts", s.alertsPartial)
+	s.handle("GET /manage/monitors", s.monitorsPage)
+	s.handle("GET /manage/monitors/table", s.monitorsTable)
+	s.handle("GET /manage/monitors/new", s.monitorNewPage)
+	s.handle("POST /manage/monitors", s.createMonitor)
+	s.handle("POST /manage/monitors/rearm", s.rearm)
+	s.handle("GET /manage/spend", s.spendPage)
 }
