@@ -36,8 +36,7 @@ var _ = Describe("The Manager's fleet and status pages", Label("console", "brows
 		two.apply(ctx, fakeAgent(other))
 		con := startConsole(ctx, GinkgoT().TempDir(), []*supervisorProc{one, two}, "one", "two")
 
-		b := suite.NewBrowser(ctx)
-		con.login(ctx, b, "/manage")
+		b := con.loggedInBrowser(ctx, "/manage")
 		By("the fleet table lists the agents of both supervisors")
 		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="one"][data-agent=%q]`, name))).To(Succeed())
 		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="two"][data-agent=%q]`, other))).To(Succeed())
@@ -188,8 +187,7 @@ var _ = Describe("The Manager's fleet page at 1,000 agents", Label("console", "b
 		sort.Strings(parts)
 		Expect(strings.Contains(getBody(ctx, hc, con.URL+"/manage"), "Rows 1–200 of 1000")).To(BeTrue())
 
-		b := suite.NewBrowser(ctx)
-		con.login(ctx, b, "/manage")
+		b := con.loggedInBrowser(ctx, "/manage")
 		var paints []float64
 		for i := range 5 {
 			// A new address each time: a fresh navigation, not a same-page one.
