@@ -61,6 +61,9 @@ func conversationLink(sup, ns, name string) string {
 
 // describeLink is the Manager's describe/history view of an object.
 func describeLink(sup, resource, ns, name string) string {
+	if ns == "" {
+		ns = "-" // cluster-scoped (describePage reads it back)
+	}
 	return "/manage/describe/" + url.PathEscape(sup) + "/" + resource + "/" + ns + "/" + name
 }
 
