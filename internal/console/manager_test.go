@@ -183,8 +183,9 @@ func TestStatusPageFailingFirst(t *testing.T) {
 	e.agent(t, "coder")
 	e.agent(t, "coder2")
 	e.agent(t, "coder3")
-	e.conversation(t, "aaa-ok", "coder", "Active", "IDLE",
-		map[string]any{"type": "Ready", "status": "True", "reason": "Live", "message": "running"})
+	e.conversation(t, "aaa-ok", "coder", "Paused", "",
+		map[string]any{"type": "Ready", "status": "True", "reason": "Succeeded", "message": "all dependencies are ready"},
+		map[string]any{"type": "ContainerRunning", "status": "False", "reason": "Paused", "message": "no container"})
 	e.conversation(t, "zzz-bad", "coder2", "Active", "IDLE",
 		map[string]any{"type": "Ready", "status": "False", "reason": "ContainerFailed", "message": "the container <exited>"})
 	e.conversation(t, "yyy-stalled", "coder3", "Active", "IDLE",

@@ -24,8 +24,9 @@ type statusRow struct {
 	// HasStatus is false for kinds without a status (no generation to compare).
 	HasStatus  bool
 	Conditions []metav1.Condition
-	// Stalled: the Stalled condition is True (a user must act). Failing: some
-	// condition is False, or the status lags the spec's generation.
+	// Stalled: the Stalled condition is True (a user must act). Failing: Ready
+	// is False (or, without Ready, another condition is), or the status lags
+	// the spec's generation.
 	Stalled, Failing bool
 	Link             string
 }
@@ -216,6 +217,8 @@ func statusRowOf(sup, resource string, hasStatus bool, obj *unstructured.Unstruc
 		Generation: obj.GetGeneration(), HasStatus: hasStatus, Link: describeLink(sup, resource, obj.GetNamespace(), obj.GetName())}
 	row.ObservedGeneration, _, _ = unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
 	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var ready metav1.ConditionStatus // "" without a Ready condition
+	anyFalse := false
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if !ok {
@@ -226,13 +229,20 @@ func statusRowOf(sup, resource string, hasStatus bool, obj *unstructured.Unstruc
 			continue
 		}
 		row.Conditions = append(row.Conditions, cond)
-		switch {
-		case cond.Type == v1alpha1.ConditionStalled:
+		switch cond.Type {
+		case v1alpha1.ConditionStalled:
 			row.Stalled = cond.Status == metav1.ConditionTrue
-		case cond.Status == metav1.ConditionFalse && cond.Type != v1alpha1.ConditionReconciling:
-			row.Failing = true
+		case v1alpha1.ConditionReconciling:
+		case v1alpha1.ConditionReady:
+			ready = cond.Status
+			anyFalse = anyFalse || cond.Status == metav1.ConditionFalse
+		default:
+			anyFalse = anyFalse || cond.Status == metav1.ConditionFalse
 		}
 	}
+	// Ready summarises the others: with Ready=True a False dependency is a
+	// normal state (a paused conversation has no container), not a failure.
+	row.Failing = anyFalse && ready != metav1.ConditionTrue
 	if row.Lagging() {
 		row.Failing = true
 	}
