@@ -204,7 +204,7 @@ func TestStatusPageFailingFirst(t *testing.T) {
 	if want := "[yyy-stalled coder coder2 coder3 zzz-bad aaa-ok]"; fmt.Sprint(order) != want {
 		t.Fatalf("rows in order %v, want %s: stalled, then failing, then the rest", order, want)
 	}
-	for _, want := range []string{"ContainerFailed", "the container &lt;exited&gt;", `href="/manage/describe/a/conversations/default/zzz-bad"`,
+	for _, want := range []string{"ContainerFailed", "the container &lt;exited&gt;", `<span class="cond-False">Stalled=True</span>`, `href="/manage/describe/a/conversations/default/zzz-bad"`,
 		`data-supervisor="b"`, "is down"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("status page lacks %q", want)
