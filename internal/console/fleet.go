@@ -46,7 +46,7 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 		h := sn.Supervisor.Health()
 		fs := fleetSupervisor{Name: sn.Supervisor.Name, Server: sn.Supervisor.Server, Up: h.Up, Err: h.Err, Since: h.Since,
 			Info: sn.Info}
-		if sn.InfoErr != nil {
+		if sn.InfoErr != nil && h.Up { // a down supervisor's reason is in its health cell already
 			_, fs.InfoErr = ErrorMessage(sn.InfoErr)
 		}
 		d.Supervisors = append(d.Supervisors, fs)
@@ -126,9 +126,6 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 		agents, convs := lists["agents"][i], lists["conversations"][i]
 		out[i].Agents, out[i].Conversations = agents.Items, convs.Items
 		out[i].Err = cmp.Or(agents.Err, convs.Err)
-		if out[i].Err != nil && out[i].InfoErr == nil && out[i].Info == nil {
-			out[i].InfoErr = out[i].Err
-		}
 	}
 	return out
 }
