@@ -19,6 +19,24 @@ func (c *Client) TranscriptPage(ctx context.Context, namespace, name string, fro
 	if err != nil {
 		return nil, err
 	}
+	return decodeTranscriptPage(name, data)
+}
+
+// TranscriptBefore reads the up to limit entries of conversation
+// namespace/name just before cursor before, oldest first; before 0 reads the
+// last entries (GET …/transcript?before=). The page's PrevCursor is the
+// before of the next older page, 0 once the first entry was read; its
+// NextCursor is where a follow picks up.
+func (c *Client) TranscriptBefore(ctx context.Context, namespace, name string, before int64, limit int) (*wire.TranscriptPage, error) {
+	path := fmt.Sprintf("%s?before=%d&limit=%d", ResourcePath(conversations, namespace, name, wire.SubTranscript), max(before, 0), limit)
+	data, err := c.DoRaw(ctx, http.MethodGet, path, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return decodeTranscriptPage(name, data)
+}
+
+func decodeTranscriptPage(name string, data []byte) (*wire.TranscriptPage, error) {
 	var page wire.TranscriptPage
 	if err := json.Unmarshal(data, &page); err != nil {
 		return nil, fmt.Errorf("transcript of %s: decoding: %w", name, err)

@@ -41,6 +41,9 @@ type LivePTYs interface {
 type Transcripts interface {
 	// Read returns up to limit entries with Cursor >= from, oldest first.
 	Read(ctx context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error)
+	// Last returns the cursor of the last committed entry (0: none). Cursors
+	// are dense: entry n has cursor n.
+	Last(ctx context.Context, uid string) (int64, error)
 	// Subscribe delivers the entries with Cursor >= from, the committed
 	// backlog first and then new ones as they are committed, until ctx ends.
 	// The channel is closed when the subscription ends for any reason; the

@@ -14,9 +14,11 @@ import (
 )
 
 // transcript is GET …/conversations/{name}/transcript?from=CURSOR&limit=N: a
-// page of the attributed transcript, or with ?follow=true an NDJSON stream of
-// entries (backlog from the cursor, then live) that a client resumes from one
-// past the last cursor it saw. Transcripts stay readable in every state.
+// page of the attributed transcript, or with ?before=CURSOR the page that
+// ends just before CURSOR (0: the last entries), or with ?follow=true an
+// NDJSON stream of entries (backlog from the cursor, then live) that a client
+// resumes from one past the last cursor it saw. Transcripts stay readable in
+// every state.
 func (a *API) transcript(w http.ResponseWriter, r *http.Request) {
 	t, ok := a.resolve(w, r, http.MethodGet, conversationsPlural)
 	if !ok {
@@ -48,18 +50,67 @@ func (a *API) transcript(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, err)
 		return
 	}
-	items, err := a.opts.Transcripts.Read(r.Context(), uid, from, int(limit))
-	if err != nil {
-		apiserver.WriteError(w, fmt.Errorf("reading the transcript of conversation %s: %w", t.name, err))
-		return
-	}
-	page := wire.TranscriptPage{Items: items, NextCursor: from}
-	if n := len(items); n > 0 {
-		page.NextCursor = items[n-1].Cursor + 1
+	var page wire.TranscriptPage
+	if raw := q.Get("before"); raw != "" {
+		if q.Get("from") != "" {
+			apiserver.WriteError(w, apierrors.NewBadRequest("from and before exclude each other: page forward with from, backward with before"))
+			return
+		}
+		before, err := queryInt(raw, 0, 0, 1<<62, "before")
+		if err != nil {
+			apiserver.WriteError(w, err)
+			return
+		}
+		page, err = a.transcriptBefore(r, uid, before, limit)
+		if err != nil {
+			apiserver.WriteError(w, fmt.Errorf("reading the transcript of conversation %s: %w", t.name, err))
+			return
+		}
 	} else {
+		items, err := a.opts.Transcripts.Read(r.Context(), uid, from, int(limit))
+		if err != nil {
+			apiserver.WriteError(w, fmt.Errorf("reading the transcript of conversation %s: %w", t.name, err))
+			return
+		}
+		page = wire.TranscriptPage{Items: items, NextCursor: from}
+		if n := len(items); n > 0 {
+			page.NextCursor = items[n-1].Cursor + 1
+		}
+	}
+	if page.Items == nil {
 		page.Items = []transcriptwire.Entry{}
 	}
 	apiserver.WriteJSON(w, http.StatusOK, page)
+}
+
+// transcriptBefore reads the up to limit entries just before cursor before
+// (0: past the last entry). Cursors are dense from 1, so the page starts at
+// before-limit; PrevCursor is its first cursor while older entries exist.
+func (a *API) transcriptBefore(r *http.Request, uid string, before, limit int64) (wire.TranscriptPage, error) {
+	last, err := a.opts.Transcripts.Last(r.Context(), uid)
+	if err != nil {
+		return wire.TranscriptPage{}, err
+	}
+	if before == 0 || before > last+1 {
+		before = last + 1
+	}
+	from := max(before-limit, 1)
+	page := wire.TranscriptPage{NextCursor: before}
+	if before <= 1 {
+		return page, nil
+	}
+	items, err := a.opts.Transcripts.Read(r.Context(), uid, from, int(before-from))
+	if err != nil {
+		return wire.TranscriptPage{}, err
+	}
+	page.Items = items
+	if len(items) > 0 {
+		page.NextCursor = items[len(items)-1].Cursor + 1
+		if first := items[0].Cursor; first > 1 {
+			page.PrevCursor = first
+		}
+	}
+	return page, nil
 }
 
 // followTranscript streams entries as NDJSON until the client goes away or

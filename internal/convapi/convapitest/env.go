@@ -23,6 +23,7 @@ import (
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/convapi"
 	"aicli.dev/aicli/internal/store"
+	"aicli.dev/aicli/internal/transcript"
 )
 
 // Env is the conversation API served in-process over loopback HTTP: the real
@@ -37,6 +38,9 @@ type Env struct {
 	Sessions *Sessions
 	// Transcripts is the in-memory transcript store.
 	Transcripts *Transcripts
+	// Log is the durable transcript log in Store that the API serves instead
+	// of Transcripts when started WithStoreTranscripts (nil otherwise).
+	Log *transcript.StoreLog
 	// Attribution records Expect calls.
 	Attribution *Attribution
 
@@ -48,9 +52,10 @@ type Env struct {
 type Option func(*config)
 
 type config struct {
-	noTranscripts bool
-	principal     *apiserver.Principal
-	budget        convapi.Budget
+	noTranscripts    bool
+	storeTranscripts bool
+	principal        *apiserver.Principal
+	budget           convapi.Budget
 }
 
 // WithBudget serves the API with b as the agents' budget.
@@ -58,6 +63,10 @@ func WithBudget(b convapi.Budget) Option { return func(c *config) { c.budget = b
 
 // WithoutTranscripts serves the API with no transcript store.
 func WithoutTranscripts() Option { return func(c *config) { c.noTranscripts = true } }
+
+// WithStoreTranscripts serves the durable transcript log (Env.Log, in the
+// real store) instead of the in-memory one.
+func WithStoreTranscripts() Option { return func(c *config) { c.storeTranscripts = true } }
 
 // AsPrincipal authenticates every request as p (default: the local admin).
 func AsPrincipal(p *apiserver.Principal) Option { return func(c *config) { c.principal = p } }
@@ -73,8 +82,12 @@ func Start(tb testing.TB, opts ...Option) *Env {
 	e := &Env{Store: srv.Store, Sessions: &Sessions{}, Transcripts: NewTranscripts(), Attribution: &Attribution{}, Server: srv}
 	o := convapi.Options{Store: srv.Store, Sessions: e.Sessions, Transcripts: e.Transcripts, Attribution: e.Attribution,
 		Logger: slog.New(slog.DiscardHandler)}
-	if cfg.noTranscripts {
+	switch {
+	case cfg.noTranscripts:
 		o.Transcripts = nil
+	case cfg.storeTranscripts:
+		e.Log = &transcript.StoreLog{Store: srv.Store}
+		o.Transcripts = e.Log
 	}
 	o.Budget = cfg.budget
 	convapi.New(o).Register(srv.API)

@@ -113,6 +113,13 @@ func (t *Transcripts) Read(_ context.Context, uid string, from int64, limit int)
 	return t.after(uid, from, limit), nil
 }
 
+// Last implements convapi.Transcripts.
+func (t *Transcripts) Last(_ context.Context, uid string) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return int64(len(t.entries[uid])), nil
+}
+
 func (t *Transcripts) after(uid string, from int64, limit int) []transcriptwire.Entry {
 	all := t.entries[uid]
 	start := int(max(from, 1) - 1)

@@ -70,11 +70,15 @@ type SendResponse struct {
 
 // TranscriptPage is the reply of GET …/transcript without follow.
 type TranscriptPage struct {
-	// Items are entries with Cursor >= the requested from, oldest first.
+	// Items are entries with Cursor >= the requested from (with ?before=C:
+	// the up to limit entries just before C), oldest first.
 	Items []transcriptwire.Entry `json:"items"`
 	// NextCursor is the from of the next page: one past the last item, or the
-	// requested from when the page is empty.
+	// requested from (before) when the page is empty.
 	NextCursor int64 `json:"nextCursor"`
+	// PrevCursor (only with ?before) is the before of the next older page:
+	// the first item's cursor; 0 (omitted) when no older entry exists.
+	PrevCursor int64 `json:"prevCursor,omitempty"`
 }
 
 // Transcript paging limits.
