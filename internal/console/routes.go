@@ -19,10 +19,21 @@ func (s *Server) routes() {
 	// Live streams (websockets).
 	s.handle("GET /ws/watch", s.watchStream)
 	s.handle("GET /ws/transcript", s.transcriptStream)
+	s.handle("GET /ws/attach", s.attachStream)
 
 	// The end-user console (MyLittleAgi).
 	s.handle("GET /{$}", s.userHome)
+	s.handle("GET /talk/{supervisor}/{namespace}/{agent}", s.talkPage)
+	s.handle("POST /talk/{supervisor}/{namespace}/{agent}/start", s.talkStart)
+
+	// The conversation page's partials and actions (both consoles).
+	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/earlier", s.conversationEarlier)
+	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/state", s.conversationState)
+	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/terminal", s.conversationTerminal)
+	s.handle("POST /conversations/{supervisor}/{namespace}/{name}/send", s.conversationSend)
+	s.handle("POST /conversations/{supervisor}/{namespace}/{name}/desired", s.conversationDesire)
 
 	// The Manager.
 	s.handle("GET /manage", s.fleetPage)
+	s.handle("GET /manage/conversations/{supervisor}/{namespace}/{name}", s.managerConversation)
 }

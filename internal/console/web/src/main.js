@@ -25,6 +25,11 @@ document.addEventListener("htmx:responseError", (e) => {
   const xhr = e.detail.xhr;
   showError(xhr.responseText || `${xhr.status} ${xhr.statusText}`);
 });
+// A form marked data-reset-on-success is cleared once its request succeeded (the send box).
+document.addEventListener("htmx:afterRequest", (e) => {
+  const form = e.detail.elt;
+  if (e.detail.successful && form && form.matches && form.matches("form[data-reset-on-success]")) form.reset();
+});
 document.addEventListener("htmx:sendError", () => showError("the console is unreachable: check that aicli-console runs"));
 
 export function showError(text) {

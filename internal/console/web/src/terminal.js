@@ -1,7 +1,9 @@
 // A live terminal (xterm.js) over the console's relay of a conversation's
 // attach stream: <div data-terminal-ws="/ws/attach?…">. It is read-only
 // until the user presses the "take control" button next to it
-// (data-terminal-control="#id-of-terminal").
+// (data-terminal-control="#id-of-terminal"): the button sends
+// {"type":"control","on":true} and the relay forwards keystrokes and
+// resizes only after it (the relay enforces read-only, not only this page).
 import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import "@xterm/xterm/css/xterm.css";
@@ -36,13 +38,19 @@ export function startTerminals(root, { showError }) {
       el.classList.add("disconnected");
       if (ev.reason) term.write(`\r\n[${ev.reason}]\r\n`);
     };
+    const sendJSON = (msg) => { if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg)); };
+    const sendSize = () => { if (control) sendJSON({ type: "resize", cols: term.cols, rows: term.rows }); };
     term.onData((data) => {
       if (control && ws.readyState === WebSocket.OPEN) ws.send(new TextEncoder().encode(data));
     });
+    term.onResize(sendSize);
+    window.addEventListener("resize", () => { try { fit.fit(); } catch (_) { /* hidden */ } });
     el.terminal = term;
     document.querySelectorAll(`[data-terminal-control="#${el.id}"]`).forEach((btn) => {
       btn.addEventListener("click", () => {
         control = !control;
+        sendJSON({ type: "control", on: control });
+        sendSize();
         btn.setAttribute("aria-pressed", String(control));
         btn.textContent = control ? "Release control" : "Take control";
         el.classList.toggle("in-control", control);
