@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"regexp"
 	"strings"
@@ -29,6 +31,7 @@ import (
 // a logged-in HTTP client.
 type convHarness struct {
 	env  *convapitest.Env
+	envs []*convapitest.Env
 	srv  *httptest.Server
 	hc   *http.Client
 	csrf string
@@ -36,12 +39,12 @@ type convHarness struct {
 
 func startConvHarness(t *testing.T) *convHarness {
 	t.Helper()
-	env := convapitest.Start(t)
-	return startConsoleOver(t, env, "s1")
+	return startConsoleOn(t, []*convapitest.Env{convapitest.Start(t)}, "s1")
 }
 
-// startConsoleOver serves a console over env as supervisor name.
-func startConsoleOver(t *testing.T, env *convapitest.Env, name string) *convHarness {
+// startConsoleOn serves a console over envs, named names in order. Each
+// env is fronted by a proxy that answers /readyz, as a supervisor does.
+func startConsoleOn(t *testing.T, envs []*convapitest.Env, names ...string) *convHarness {
 	t.Helper()
 	st, err := state.Open(t.TempDir())
 	if err != nil {
@@ -51,12 +54,22 @@ func startConsoleOver(t *testing.T, env *convapitest.Env, name string) *convHarn
 	if _, err := a.EnsurePassword("a-long-test-password"); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fleet.New([]state.Supervisor{{Name: name, Server: env.URL}})
+	var sups []state.Supervisor
+	for i, env := range envs {
+		target, _ := url.Parse(env.URL)
+		mux := http.NewServeMux()
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+		mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
+		front := httptest.NewServer(mux)
+		t.Cleanup(front.Close)
+		sups = append(sups, state.Supervisor{Name: names[i], Server: front.URL})
+	}
+	f, err := fleet.New(sups)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.CheckAll(context.Background())
-	s := &Server{Fleet: f, Auth: a, State: st}
+	s := &Server{Fleet: f, Auth: a, State: st, LaunchTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)}
 	h, err := s.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +83,7 @@ func startConsoleOver(t *testing.T, env *convapitest.Env, name string) *convHarn
 	jar, _ := cookiejar.New(nil)
 	u, _ := url.Parse(srv.URL)
 	jar.SetCookies(u, []*http.Cookie{{Name: auth.SessionCookie, Value: sess.ID, Path: "/"}})
-	return &convHarness{env: env, srv: srv, hc: &http.Client{Jar: jar, Timeout: 10 * time.Second}, csrf: sess.CSRF}
+	return &convHarness{env: envs[0], envs: envs, srv: srv, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, csrf: sess.CSRF}
 }
 
 func (h *convHarness) get(t *testing.T, path string) (int, string) {

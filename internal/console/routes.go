@@ -25,6 +25,11 @@ func (s *Server) routes() {
 	s.handle("GET /{$}", s.userHome)
 	s.handle("GET /talk/{supervisor}/{namespace}/{agent}", s.talkPage)
 	s.handle("POST /talk/{supervisor}/{namespace}/{agent}/start", s.talkStart)
+	s.handle("GET /agents/table", s.userAgentsTable)
+	s.handle("GET /agents/new", s.newAgentPage)
+	s.handle("POST /agents/new", s.createAgent)
+	s.handle("GET /settings", s.settingsPage)
+	s.handle("POST /settings/alias", s.setAlias)
 
 	// The conversation page's partials and actions (both consoles).
 	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/earlier", s.conversationEarlier)

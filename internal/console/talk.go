@@ -48,7 +48,7 @@ func (s *Server) talkPage(w http.ResponseWriter, r *http.Request) {
 
 // displayName is the agent's alias (settings), or its name.
 func (s *Server) displayName(supervisor, ns, agent string) string {
-	if a := s.State.Get().Aliases[supervisor+"/"+ns+"/"+agent]; a != "" {
+	if a := s.State.Get().Aliases[aliasKey(supervisor, ns, agent)]; a != "" {
 		return a
 	}
 	return agent
