@@ -55,8 +55,9 @@ test: ## Unit and integration tests (no Docker needed).
 	go test ./...
 
 .PHONY: test-e2e
-test-e2e: console-web ## Docker e2e suite (installs/starts Docker if needed).
+test-e2e: console-web ## Docker e2e suite, browser specs included (installs/starts Docker and installs chromium if needed).
 	hack/ensure-docker.sh
+	hack/ensure-chromium.sh
 	go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 
 .PHONY: test-realcli

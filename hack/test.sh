@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite, as CI runs it: Docker installed and started
 # when missing (its absence fails loudly), generated code checked, lint (gofmt,
-# vet, import boundaries), then unit, integration and Docker e2e tests.
+# vet, import boundaries), then unit, integration and Docker e2e tests (with
+# chromium installed when missing, for the browser specs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
@@ -26,6 +27,7 @@ make lint
 echo "== unit and integration tests"
 go test -count=1 -timeout 20m ./...
 echo "== Docker e2e"
+hack/ensure-chromium.sh # the consoles' browser specs (label "browser") drive headless chromium
 go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/ ./internal/imagebuild/
 go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
 echo "== real-CLI tier"

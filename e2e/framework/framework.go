@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -49,12 +50,16 @@ type Suite struct {
 	Client *client.Client
 	// Runtime is the runtime under test.
 	Runtime *docker.Runtime
-	// ArtifactsDir receives logs and inspect dumps of failed specs.
+	// ArtifactsDir receives logs, inspect dumps and screenshots of failed specs (see ArtifactsDir).
 	ArtifactsDir string
 	// Logger writes to GinkgoWriter.
 	Logger *slog.Logger
 
-	guest guestImages
+	guest    guestImages
+	chromium struct {
+		mu sync.Mutex
+		c  *Chromium
+	}
 }
 
 // NewSuite locates the module root and builds a Docker client (it does not contact the engine: see Gate).
@@ -72,7 +77,7 @@ func NewSuite() (*Suite, error) {
 		Root:         root,
 		Client:       cli,
 		Runtime:      docker.New(cli, docker.Options{}),
-		ArtifactsDir: filepath.Join(root, "e2e", "_artifacts"),
+		ArtifactsDir: ArtifactsDir(root),
 		Logger:       slog.New(slog.NewTextHandler(ginkgo.GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}, nil
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 
@@ -76,7 +77,8 @@ func (s *Suite) GuestImage(ctx context.Context, harness string) (string, error) 
 	return ref, nil
 }
 
-// Close releases the suite's resources: the guest artifact directory and the engine client.
+// Close releases the suite's resources: the guest artifact directory, chromium if a spec started it, and the
+// engine client.
 func (s *Suite) Close() error {
 	s.guest.mu.Lock()
 	dir := s.guest.dir
@@ -85,5 +87,5 @@ func (s *Suite) Close() error {
 	if dir != "" {
 		_ = os.RemoveAll(dir)
 	}
-	return s.Client.Close()
+	return errors.Join(s.closeChromium(), s.Client.Close())
 }
