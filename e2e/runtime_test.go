@@ -113,6 +113,23 @@ var _ = Describe("Docker runtime", Label("runtime"), func() {
 		Expect(st.ExitCode).To(Equal(137))
 	}, SpecTimeout(time.Minute))
 
+	It("samples a running container's CPU time and memory in one shot", Label("runtime-stats"), func(ctx SpecContext) {
+		id := run.Create(ctx, run.Spec("stats", probeImage, "serve"))
+		Expect(suite.Runtime.Start(ctx, id)).To(Succeed())
+		Eventually(ctx, func() (string, error) { return suite.ContainerOutput(ctx, id) }).
+			WithTimeout(10 * time.Second).Should(ContainSubstring("ready"))
+		start := time.Now()
+		st, err := suite.Runtime.Stats(ctx, id)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(time.Since(start)).To(BeNumerically("<", time.Second), "a one-shot sample awaits no second one")
+		Expect(st.CPUNanos).To(BeNumerically(">", 0))
+		Expect(st.MemoryBytes).To(BeNumerically(">", 0))
+		Expect(st.Read).To(BeTemporally("~", time.Now(), time.Minute))
+		Expect(suite.Runtime.Remove(ctx, id)).To(Succeed())
+		_, err = suite.Runtime.Stats(ctx, id)
+		Expect(runtime.IsNotFound(err)).To(BeTrue(), "stats of a removed container: %v", err)
+	}, SpecTimeout(time.Minute))
+
 	It("reports exit codes in state and die events, and reads TTY logs raw", func(ctx SpecContext) {
 		evs, _ := suite.Runtime.Events(ctx, map[string]string{framework.LabelTestRun: run.ID})
 		out, code := runToExit(ctx, run, "exit7", probeImage, "exit", "7")

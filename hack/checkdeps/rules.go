@@ -31,6 +31,17 @@ var (
 			{"github.com/prometheus", "the supervisor's metrics"},
 		},
 	}, {
+		// The consoles use only the public API through internal/client.
+		Binary: "./internal/client",
+		Forbidden: []forbidden{
+			{"{module}/internal/store", "the supervisor's event store"},
+			{"{module}/internal/apiserver", "the supervisor's API server"},
+			{"{module}/internal/runtime", "the supervisor's container runtime"},
+			{"github.com/docker", "the Docker engine client"},
+			{"github.com/cockroachdb/pebble", "the store's storage engine"},
+			{"github.com/prometheus", "the supervisor's metrics"},
+		},
+	}, {
 		// The consoles hold no agent state: they use only the supervisors' public API (internal/client).
 		Binary: "./cmd/aicli-console",
 		Forbidden: []forbidden{
@@ -39,6 +50,8 @@ var (
 			{"{module}/internal/supervisor", "the supervisor itself"},
 			{"{module}/controllers", "the supervisor's reconcilers"},
 			{"github.com/cockroachdb/pebble", "the store's storage engine"},
+			{"github.com/docker", "the Docker engine client"},
+			{"github.com/prometheus", "the supervisor's metrics"},
 		},
 	}}
 	importRules = []importRule{{

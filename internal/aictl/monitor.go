@@ -1,25 +1,15 @@
 package aictl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/client"
-	"aicli.dev/aicli/internal/monitor/monitorwire"
-)
-
-const (
-	agentsPlural             = "agents"
-	monitorAttachmentsPlural = "monitorattachments"
 )
 
 // newMonitorCommand is `aictl monitor create|rearm`.
@@ -52,73 +42,36 @@ func newMonitorCreateCommand(g *globalOptions) *cobra.Command {
 			"  aictl monitor create reviewer --target coder --keywords TODO --watch-only --model claude-haiku-4-5",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
 			if target == "" {
 				return errors.New("--target AGENT is required")
 			}
-			var kws []v1alpha1.Keyword
+			if len(keywords) == 0 {
+				return errors.New("--keywords K1,K2 is required")
+			}
 			for _, k := range keywords {
-				if k = strings.TrimSpace(k); k == "" {
+				if strings.TrimSpace(k) == "" {
 					return errors.New("--keywords: an empty keyword matches everything; give words separated by commas")
 				}
-				mode := v1alpha1.MatchSubstring
-				if word {
-					mode = v1alpha1.MatchWord
-				}
-				kws = append(kws, v1alpha1.Keyword{Text: k, Mode: mode})
-			}
-			if len(kws) == 0 {
-				return errors.New("--keywords K1,K2 is required")
 			}
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
-			ctx, ns := cmd.Context(), g.ns()
-			if harness == "" {
-				t, err := cl.Get(ctx, agentsPlural, ns, target)
-				if err != nil {
-					return &opError{op: "reading target agent " + target, err: err}
-				}
-				harness, _, _ = unstructured.NestedString(t.Object, "spec", "harness")
+			req := client.MonitorRequest{Name: args[0], Target: target, Conversation: conversation, Keywords: keywords,
+				CaseSensitive: caseSensitive, Harness: harness, Model: model, WatchOnly: watchOnly,
+				Breaker: v1alpha1.BreakerSpec{MaxConsecutiveHumanless: maxHumanless}}
+			if word {
+				req.Match = v1alpha1.MatchWord
 			}
-			agent := &v1alpha1.Agent{Spec: v1alpha1.AgentSpec{Harness: v1alpha1.Harness(harness), Model: model,
-				Persona: monitorwire.AdvisorPersona}}
-			agent.Namespace, agent.Name = ns, name
-			mode := v1alpha1.MonitorAdvise
-			if watchOnly {
-				mode = v1alpha1.MonitorWatchOnly
+			created, err := cl.CreateMonitor(cmd.Context(), g.ns(), req)
+			for _, c := range created {
+				fmt.Fprintf(g.streams.Out, "%s created\n", c)
 			}
-			att := &v1alpha1.MonitorAttachment{Spec: v1alpha1.MonitorAttachmentSpec{Monitor: name,
-				Target:  v1alpha1.MonitorTarget{Agent: target, Conversation: conversation},
-				Trigger: v1alpha1.TriggerSpec{Keywords: kws, CaseSensitive: caseSensitive}, Mode: mode,
-				Breaker: v1alpha1.BreakerSpec{MaxConsecutiveHumanless: maxHumanless}}}
-			att.Namespace, att.Name = ns, name
-			// The server judges the trigger (duplicates, modes) before anything is created: no agent without its attachment.
-			u, err := cl.FromTyped(att)
-			if err != nil {
-				return err
+			var me *client.MonitorError
+			if errors.As(err, &me) && !apierrors.IsAlreadyExists(err) {
+				return &opError{op: me.Step, err: me.Err}
 			}
-			if _, err := cl.Create(ctx, u, client.WriteOptions{DryRun: true}); err != nil {
-				return &opError{op: "checking monitorattachment " + name, err: err}
-			}
-			for _, obj := range []struct {
-				kind string
-				o    runtime.Object
-			}{{"agent", agent}, {"monitorattachment", att}} {
-				u, err := cl.FromTyped(obj.o)
-				if err != nil {
-					return err
-				}
-				if _, err := cl.Create(ctx, u, client.WriteOptions{}); err != nil {
-					if apierrors.IsAlreadyExists(err) {
-						return fmt.Errorf("%s %q already exists in namespace %q: pick another NAME", obj.kind, name, ns)
-					}
-					return &opError{op: "creating " + obj.kind + " " + name, err: err}
-				}
-				fmt.Fprintf(g.streams.Out, "%s/%s created\n", obj.kind, name)
-			}
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -148,20 +101,11 @@ func newMonitorRearmCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			name := args[0]
-			before, err := cl.Get(cmd.Context(), monitorAttachmentsPlural, g.ns(), name)
+			_, tripped, err := cl.RearmMonitor(cmd.Context(), g.ns(), name)
 			if err != nil {
-				return &opError{op: "reading monitorattachment " + name, err: err}
+				return &opError{op: "re-arming monitorattachment " + name, err: err}
 			}
-			data, err := cl.DoRaw(cmd.Context(), http.MethodPost,
-				client.ResourcePath(monitorAttachmentsPlural, g.ns(), name, monitorwire.SubRearm), "", nil)
-			if err != nil {
-				return &opError{op: "re-arming " + name, err: err}
-			}
-			var a v1alpha1.MonitorAttachment
-			if err := json.Unmarshal(data, &a); err != nil {
-				return fmt.Errorf("decoding the re-armed attachment %s: %w", name, err)
-			}
-			if tripped, _, _ := unstructured.NestedString(before.Object, "status", "trippedAt"); tripped == "" {
+			if !tripped {
 				fmt.Fprintf(g.streams.Out, "monitorattachment/%s was not tripped: its breaker is closed\n", name)
 				return nil
 			}

@@ -2,11 +2,10 @@ package aictl
 
 import (
 	"context"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
-	"aicli.dev/aicli/internal/apischema"
+	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/spend/spendcli"
 )
 
@@ -18,13 +17,10 @@ func newSpendCommand(g *globalOptions) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		path := apischema.APIPath + "/spendhistory"
+		ns := ""
 		if g.nsSet {
-			path = apischema.APIPath + "/namespaces/" + url.PathEscape(g.ns()) + "/spendhistory"
+			ns = g.ns()
 		}
-		if since != "" {
-			path += "?since=" + url.QueryEscape(since)
-		}
-		return cl.DoRaw(ctx, "GET", path, "", nil)
+		return cl.SpendHistoryJSON(ctx, ns, client.SpendOptions{Since: since})
 	})
 }

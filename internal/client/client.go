@@ -204,6 +204,19 @@ func (c *Client) DoRaw(ctx context.Context, method, path, contentType string, bo
 	return data, nil
 }
 
+// getJSON GETs path and decodes its JSON reply into v; what names the reply
+// in a decoding error.
+func (c *Client) getJSON(ctx context.Context, path, what string, v any) error {
+	data, err := c.DoRaw(ctx, http.MethodGet, path, "", nil)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decoding %s: %w", what, err)
+	}
+	return nil
+}
+
 func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok || c.timeout < 0 {
 		return context.WithCancel(ctx)

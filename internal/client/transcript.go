@@ -14,12 +14,8 @@ import (
 // TranscriptPage reads up to limit entries of conversation namespace/name's
 // attributed transcript with Cursor >= from (GET …/transcript).
 func (c *Client) TranscriptPage(ctx context.Context, namespace, name string, from int64, limit int) (*wire.TranscriptPage, error) {
-	path := fmt.Sprintf("%s?from=%d&limit=%d", ResourcePath(conversations, namespace, name, wire.SubTranscript), max(from, 1), limit)
-	data, err := c.DoRaw(ctx, http.MethodGet, path, "", nil)
-	if err != nil {
-		return nil, err
-	}
-	return decodeTranscriptPage(name, data)
+	path := ResourcePath(conversations, namespace, name, wire.SubTranscript)
+	return c.transcriptPage(ctx, name, fmt.Sprintf("%s?from=%d&limit=%d", path, max(from, 1), limit))
 }
 
 // TranscriptBefore reads the up to limit entries of conversation
@@ -28,18 +24,14 @@ func (c *Client) TranscriptPage(ctx context.Context, namespace, name string, fro
 // before of the next older page, 0 once the first entry was read; its
 // NextCursor is where a follow picks up.
 func (c *Client) TranscriptBefore(ctx context.Context, namespace, name string, before int64, limit int) (*wire.TranscriptPage, error) {
-	path := fmt.Sprintf("%s?before=%d&limit=%d", ResourcePath(conversations, namespace, name, wire.SubTranscript), max(before, 0), limit)
-	data, err := c.DoRaw(ctx, http.MethodGet, path, "", nil)
-	if err != nil {
-		return nil, err
-	}
-	return decodeTranscriptPage(name, data)
+	path := ResourcePath(conversations, namespace, name, wire.SubTranscript)
+	return c.transcriptPage(ctx, name, fmt.Sprintf("%s?before=%d&limit=%d", path, max(before, 0), limit))
 }
 
-func decodeTranscriptPage(name string, data []byte) (*wire.TranscriptPage, error) {
+func (c *Client) transcriptPage(ctx context.Context, name, path string) (*wire.TranscriptPage, error) {
 	var page wire.TranscriptPage
-	if err := json.Unmarshal(data, &page); err != nil {
-		return nil, fmt.Errorf("transcript of %s: decoding: %w", name, err)
+	if err := c.getJSON(ctx, path, "the transcript of "+name, &page); err != nil {
+		return nil, err
 	}
 	return &page, nil
 }

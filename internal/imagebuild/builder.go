@@ -433,6 +433,33 @@ func (b *Builder) prune(ctx context.Context, harness, keep string, log *slog.Log
 	}
 }
 
+// BuiltImage is one image this package built, as the engine lists it.
+type BuiltImage struct {
+	// Ref is the image's first repository tag (its id when untagged).
+	Ref string
+	// Harness is the harness the image is for.
+	Harness string
+	// SizeBytes is the image's size on the engine, layers shared with other images included.
+	SizeBytes int64
+}
+
+// Images lists the images this package built (any harness) with their sizes.
+func (b *Builder) Images(ctx context.Context) ([]BuiltImage, error) {
+	imgs, err := b.Docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelManagedBy+"="+ManagedBy))})
+	if err != nil {
+		return nil, fmt.Errorf("listing guest images: %w", err)
+	}
+	out := make([]BuiltImage, 0, len(imgs))
+	for _, img := range imgs {
+		ref := img.ID
+		if len(img.RepoTags) > 0 {
+			ref = img.RepoTags[0]
+		}
+		out = append(out, BuiltImage{Ref: ref, Harness: img.Labels[LabelHarness], SizeBytes: img.Size})
+	}
+	return out, nil
+}
+
 func (b *Builder) logger() *slog.Logger {
 	if b.Logger != nil {
 		return b.Logger

@@ -86,8 +86,8 @@ type Service struct {
 	atts    map[types.UID]*attState
 	follows map[string]*follow
 	queues  map[string]*agentQueue
-	// finishing are the attachments whose trip pauses are being retried.
-	finishing map[types.UID]bool
+	// tripLocks serialise finishing each attachment's trip pauses.
+	tripLocks map[types.UID]*sync.Mutex
 	ctx       context.Context
 	kick      chan struct{}
 }
@@ -314,41 +314,32 @@ func (s *Service) sync(ctx context.Context) {
 // retryTripPauses finishes, in the background, the pauses of a trip that a
 // crash (or a failed pause) left pending, unless they are being finished.
 func (s *Service) retryTripPauses(ctx context.Context, a *v1alpha1.MonitorAttachment) {
-	release, ok := s.finishingTrip(a.UID)
-	if !ok {
+	mu := s.tripLock(a.UID)
+	if !mu.TryLock() {
 		return
 	}
-	ns, name := a.Namespace, a.Name
+	ns, name, st := a.Namespace, a.Name, s.stateOf(a)
 	go func() {
-		defer release()
+		defer mu.Unlock()
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		// The listed object may predate the trip's own finish: read it again.
-		a := &v1alpha1.MonitorAttachment{}
-		if err := s.Client.Get(ctx, ns, name, a); err != nil {
-			return
-		}
-		s.finishTrip(ctx, s.stateOf(a), a)
+		s.finishTrip(ctx, st, ns, name)
 	}()
 }
 
-// finishingTrip claims the finishing of uid's trip pauses; ok is false while
-// someone else finishes them.
-func (s *Service) finishingTrip(uid types.UID) (release func(), ok bool) {
+// tripLock is the lock that serialises finishing uid's trip pauses.
+func (s *Service) tripLock(uid types.UID) *sync.Mutex {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.finishing[uid] {
-		return nil, false
+	if s.tripLocks == nil {
+		s.tripLocks = map[types.UID]*sync.Mutex{}
 	}
-	if s.finishing == nil {
-		s.finishing = map[types.UID]bool{}
+	mu := s.tripLocks[uid]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		s.tripLocks[uid] = mu
 	}
-	s.finishing[uid] = true
-	return func() {
-		s.mu.Lock()
-		delete(s.finishing, uid)
-		s.mu.Unlock()
-	}, true
+	return mu
 }
 
 // state returns the attachment's state, updated to a (when a is newer).

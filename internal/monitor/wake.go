@@ -443,10 +443,10 @@ func (s *Service) trip(ctx context.Context, st *attState, a *v1alpha1.MonitorAtt
 	}
 	s.log().Warn("monitor breaker tripped; pausing both conversations", "namespace", a.Namespace, "attachment", a.Name,
 		"pauses", a.Status.PausesPending, "reason", a.Status.TrippedReason)
-	if release, ok := s.finishingTrip(a.UID); ok {
-		defer release()
-	}
-	s.finishTrip(ctx, st, a)
+	mu := s.tripLock(a.UID)
+	mu.Lock()
+	defer mu.Unlock()
+	s.finishTrip(ctx, st, a.Namespace, a.Name)
 }
 
 // errUnchanged makes mutate write nothing.
@@ -457,7 +457,16 @@ var errUnchanged = errors.New("unchanged")
 // pausesPending stays set, so a trip a crash interrupted between its record
 // and its pauses still pauses both conversations. Once cleared it never
 // pauses again: a human may resume either conversation while tripped.
-func (s *Service) finishTrip(ctx context.Context, st *attState, a *v1alpha1.MonitorAttachment) {
+// Callers hold the attachment's tripLock, and it reads the attachment
+// afresh under it, so two callers never both pause.
+func (s *Service) finishTrip(ctx context.Context, st *attState, ns, name string) {
+	a := &v1alpha1.MonitorAttachment{}
+	if err := s.Client.Get(ctx, ns, name, a); err != nil {
+		if !apierrors.IsNotFound(err) {
+			s.log().Error("monitor: reading a tripped attachment", "namespace", ns, "attachment", name, "err", err)
+		}
+		return
+	}
 	p := a.Status.PausesPending
 	if p == nil {
 		return

@@ -147,6 +147,24 @@ type Runtime interface {
 	Ping(ctx context.Context) error
 }
 
+// ContainerStats is one sample of a container's resource use.
+type ContainerStats struct {
+	// CPUNanos is the CPU time the container used since it started, over all cores, in nanoseconds.
+	CPUNanos uint64
+	// MemoryBytes is the memory in use without the reclaimable page cache (what docker stats shows).
+	MemoryBytes int64
+	// Read is when the engine took the sample.
+	Read time.Time
+}
+
+// StatsReader samples a container's resource use. It is apart from Runtime because only the supervisor's info
+// endpoint needs it.
+type StatsReader interface {
+	// Stats returns one sample of container id without waiting for a second one; an absent container yields an
+	// error matching ErrNotFound.
+	Stats(ctx context.Context, id string) (ContainerStats, error)
+}
+
 // ErrNotFound is matched (errors.Is) by errors about absent containers.
 var ErrNotFound = errors.New("container not found")
 

@@ -42,6 +42,8 @@ import (
 	"aicli.dev/aicli/internal/spend/spendapi"
 	"aicli.dev/aicli/internal/store"
 	"aicli.dev/aicli/internal/storeclient"
+	"aicli.dev/aicli/internal/supinfo"
+	"aicli.dev/aicli/internal/supinfo/infowire"
 	"aicli.dev/aicli/internal/toolcalls/toolcallapi"
 	"aicli.dev/aicli/internal/transcript"
 )
@@ -117,6 +119,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.TokensFile = dir.Tokens()
 	}
 	log := cfg.Logger
+	started := time.Now()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -242,6 +245,9 @@ func Run(ctx context.Context, cfg Config) error {
 	api.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
 	api.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))
 
+	supinfo.New(supinfo.Options{SupervisorID: id, Started: started, Ready: s.ready.Load, Store: st, Containers: rt,
+		Images: builtImages(builder), AgentsDir: dir.Agents()}).Mount(api)
+
 	mux := s.mux(api.Handler(), reg)
 	unixLn, err := listenUnix(cfg.Socket)
 	if err != nil {
@@ -346,6 +352,18 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// builtImages lists the guest images b built, for the info endpoint.
+func builtImages(b *imagebuild.Builder) supinfo.ImageLister {
+	return func(ctx context.Context) ([]infowire.Image, error) {
+		imgs, err := b.Images(ctx)
+		out := make([]infowire.Image, 0, len(imgs))
+		for _, img := range imgs {
+			out = append(out, infowire.Image{Ref: img.Ref, Harness: img.Harness, SizeBytes: img.SizeBytes})
+		}
+		return out, err
+	}
 }
 
 func supervisorID(dir layout.Dir) (string, error) {

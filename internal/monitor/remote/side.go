@@ -61,9 +61,21 @@ func (s *Side) Follow(ctx context.Context, c monitor.TargetConversation, from in
 	return ch, nil
 }
 
-// Last is the cursor of the conversation's last committed entry (0: none),
-// read page by page.
+// Last is the cursor of the conversation's last committed entry (0: none):
+// one read of the last entry (?before=0). A reply whose only entry is cursor 1
+// may come from a supervisor that predates ?before and read from the start,
+// so then the transcript is paged through.
 func (s *Side) Last(ctx context.Context, c monitor.TargetConversation) (int64, error) {
+	tail, err := s.c.TranscriptBefore(ctx, s.ns, c.Name, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	if len(tail.Items) == 0 {
+		return 0, nil
+	}
+	if last := tail.Items[len(tail.Items)-1].Cursor; last > 1 || tail.PrevCursor != 0 {
+		return last, nil
+	}
 	var last int64
 	next := int64(1)
 	for {

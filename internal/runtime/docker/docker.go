@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -333,6 +334,33 @@ func (r *Runtime) Ping(ctx context.Context) error {
 		return fmt.Errorf("docker ping: %w", err)
 	}
 	return nil
+}
+
+// Stats implements runtime.StatsReader with one one-shot sample (no second sample is awaited, so the engine's
+// CPU percentage is not computed here: callers take the CPU time delta between two samples).
+func (r *Runtime) Stats(ctx context.Context, id string) (runtime.ContainerStats, error) {
+	resp, err := r.cli.ContainerStatsOneShot(ctx, id)
+	if err != nil {
+		return runtime.ContainerStats{}, wrap("stats", id, err)
+	}
+	defer resp.Body.Close()
+	var s container.StatsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return runtime.ContainerStats{}, fmt.Errorf("docker stats %s: decoding: %w", id, err)
+	}
+	return runtime.ContainerStats{CPUNanos: s.CPUStats.CPUUsage.TotalUsage, MemoryBytes: memoryInUse(s.MemoryStats), Read: s.Read}, nil
+}
+
+// memoryInUse is usage minus the inactive page cache, as the docker CLI computes it (cgroup v1 and v2 keys).
+func memoryInUse(m container.MemoryStats) int64 {
+	cache := m.Stats["total_inactive_file"]
+	if v, ok := m.Stats["inactive_file"]; ok {
+		cache = v
+	}
+	if cache > m.Usage {
+		return 0
+	}
+	return int64(min(m.Usage-cache, 1<<63-1))
 }
 
 func labelFilters(sel map[string]string) filters.Args {

@@ -55,6 +55,7 @@ const (
 	OpLogs    Op = "logs"
 	OpPing    Op = "ping"
 	OpEvents  Op = "events"
+	OpStats   Op = "stats"
 )
 
 // Runtime is the fake. The zero value is not usable; call New. Each instance is independent.
@@ -72,6 +73,7 @@ type Runtime struct {
 }
 
 type container struct {
+	stats runtime.ContainerStats // set by SetStats
 	state runtime.ContainerState
 	spec  runtime.ContainerSpec
 	logs  bytes.Buffer
@@ -129,7 +131,41 @@ func New(opts ...Option) *Runtime {
 	return r
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime     = (*Runtime)(nil)
+	_ runtime.StatsReader = (*Runtime)(nil)
+)
+
+// SetStats sets the CPU time and memory that Stats reports for container id (zero until set).
+func (r *Runtime) SetStats(id string, cpuNanos uint64, memoryBytes int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.lookup(id)
+	if err != nil {
+		return err
+	}
+	c.stats = runtime.ContainerStats{CPUNanos: cpuNanos, MemoryBytes: memoryBytes}
+	return nil
+}
+
+// Stats implements runtime.StatsReader with the values of SetStats, read at the fake's clock.
+func (r *Runtime) Stats(ctx context.Context, id string) (runtime.ContainerStats, error) {
+	if err := ctx.Err(); err != nil {
+		return runtime.ContainerStats{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.injected(OpStats); err != nil {
+		return runtime.ContainerStats{}, err
+	}
+	c, err := r.lookup(id)
+	if err != nil {
+		return runtime.ContainerStats{}, err
+	}
+	st := c.stats
+	st.Read = r.now()
+	return st, nil
+}
 
 // FailNext makes the next call of op return err (calls queue up: each injected error is used once).
 func (r *Runtime) FailNext(op Op, err error) {

@@ -16,7 +16,8 @@ const DefaultDays = 30
 // AgentLister returns the agents whose homes the endpoint reads.
 type AgentLister func(ctx context.Context) ([]spend.AgentHome, error)
 
-// NewHandler serves GET ?since=YYYY-MM-DD[&namespace=NS] with the spend.Report JSON. The namespace may also come
+// NewHandler serves GET ?since=YYYY-MM-DD[&namespace=NS][&agent=NAME] with the spend.Report JSON (agent keeps only
+// the agents of that name). The namespace may also come
 // from a "{namespace}" path wildcard of the mux pattern the handler is mounted under.
 func NewHandler(svc *spend.Service, agents AgentLister) http.Handler {
 	return &handler{svc: svc, agents: agents, now: time.Now}
@@ -68,10 +69,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("list agents: %v", err))
 		return
 	}
-	if ns != "" {
+	if agent := q.Get("agent"); ns != "" || agent != "" {
 		kept := homes[:0:0]
 		for _, a := range homes {
-			if a.Namespace == ns {
+			if (ns == "" || a.Namespace == ns) && (agent == "" || a.Name == agent) {
 				kept = append(kept, a)
 			}
 		}

@@ -78,6 +78,14 @@ func TestHandler(t *testing.T) {
 	if len(rep.Agents) != 1 || rep.Agents[0].Agent != "alice" {
 		t.Fatalf("namespace query: %+v", rep.Agents)
 	}
+	rep = get("/apis/aicli.dev/v1alpha1/spendhistory?since=2025-11-01&agent=bob", http.StatusOK)
+	if len(rep.Agents) != 1 || rep.Agents[0].Agent != "bob" || len(rep.Days) != 1 || len(rep.Days[0].Models) != 1 || len(rep.Quota) != 1 {
+		t.Fatalf("agent query: %+v", rep)
+	}
+	if rep = get("/apis/aicli.dev/v1alpha1/namespaces/ns1/spendhistory?since=2025-11-01&agent=bob", http.StatusOK); len(rep.Agents) != 0 ||
+		len(rep.Days) != 0 {
+		t.Fatalf("agent of another namespace: %+v", rep)
+	}
 	if rep = get("/apis/aicli.dev/v1alpha1/spendhistory?since=2025-12-01", http.StatusOK); len(rep.Days) != 0 {
 		t.Fatalf("since filter: %+v", rep.Days)
 	}
