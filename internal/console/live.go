@@ -153,18 +153,11 @@ func relayWatch(ctx context.Context, c *wsConn, sup *fleet.Supervisor, resource,
 // GET /ws/transcript?supervisor=S&namespace=N&conversation=C&from=F. Each
 // message is one transcriptwire.Entry (the page renders its text as text).
 func (s *Server) transcriptStream(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	sup, err := s.supervisor(q.Get("supervisor"))
-	if err != nil {
-		s.fail(w, r, "", err)
+	sup, ns, name, ok := s.streamTarget(w, r)
+	if !ok {
 		return
 	}
-	ns, name := q.Get("namespace"), q.Get("conversation")
-	from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
-	if ns == "" || name == "" {
-		http.Error(w, "namespace and conversation are required", http.StatusBadRequest)
-		return
-	}
+	from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
 	c, err := accept(w, r)
 	if err != nil {
 		return
@@ -200,15 +193,8 @@ const (
 // dropped unless it took control with {"type":"control","on":true}: the
 // terminal is read-only by default, enforced here, not only in the page.
 func (s *Server) attachStream(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	sup, err := s.supervisor(q.Get("supervisor"))
-	if err != nil {
-		s.fail(w, r, "", err)
-		return
-	}
-	ns, name := q.Get("namespace"), q.Get("conversation")
-	if ns == "" || name == "" {
-		http.Error(w, "namespace and conversation are required", http.StatusBadRequest)
+	sup, ns, name, ok := s.streamTarget(w, r)
+	if !ok {
 		return
 	}
 	c, err := accept(w, r)
@@ -289,4 +275,21 @@ func relayInput(ctx context.Context, page *wsConn, up *websocket.Conn) string {
 			}
 		}
 	}
+}
+
+// streamTarget reads a conversation stream's ?supervisor=S&namespace=N&conversation=C,
+// answering a bad request itself.
+func (s *Server) streamTarget(w http.ResponseWriter, r *http.Request) (*fleet.Supervisor, string, string, bool) {
+	q := r.URL.Query()
+	sup, err := s.supervisor(q.Get("supervisor"))
+	if err != nil {
+		s.fail(w, r, "", err)
+		return nil, "", "", false
+	}
+	ns, name := q.Get("namespace"), q.Get("conversation")
+	if ns == "" || name == "" {
+		http.Error(w, "namespace and conversation are required", http.StatusBadRequest)
+		return nil, "", "", false
+	}
+	return sup, ns, name, true
 }

@@ -4,17 +4,15 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"time"
 
+	"aicli.dev/aicli/internal/console/fleet"
 	"aicli.dev/aicli/internal/console/state"
 )
 
 // settingsSupervisor is one configured supervisor on the settings page.
 type settingsSupervisor struct {
 	Name, Server string
-	Up           bool
-	Err          string
-	Since        time.Time
+	fleet.Health
 }
 
 // settingsAgent is where one agent runs, and its alias.
@@ -33,8 +31,7 @@ type settingsData struct {
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request) {
 	var d settingsData
 	for _, sup := range s.Fleet.Supervisors {
-		h := sup.Health()
-		d.Supervisors = append(d.Supervisors, settingsSupervisor{Name: sup.Name, Server: sup.Server, Up: h.Up, Err: h.Err, Since: h.Since})
+		d.Supervisors = append(d.Supervisors, settingsSupervisor{Name: sup.Name, Server: sup.Server, Health: sup.Health()})
 	}
 	aliases := s.State.Get().Aliases
 	for _, l := range s.listAll(r.Context(), "agents", "") {
