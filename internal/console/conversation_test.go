@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/budget"
 	"aicli.dev/aicli/internal/console/auth"
 	"aicli.dev/aicli/internal/console/fleet"
 	"aicli.dev/aicli/internal/console/state"
@@ -352,5 +354,40 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// holdAll is a budget that holds every message.
+type holdAll struct{}
+
+func (holdAll) Admit(context.Context, string, string, budget.Limits, string, string, string, string) (bool, error) {
+	return false, nil
+}
+func (holdAll) TopUp(context.Context, string, string, budget.Limits, budget.Micro) (*budget.State, error) {
+	return &budget.State{}, nil
+}
+func (holdAll) Snapshot(context.Context, string, string, budget.Limits) (*budget.State, error) {
+	return &budget.State{}, nil
+}
+
+func TestSendHeldByTheBudgetSaysSo(t *testing.T) {
+	env := convapitest.Start(t, convapitest.WithBudget(holdAll{}))
+	h := startConsoleOn(t, []*convapitest.Env{env}, "s1")
+	env.CreateAgent(t, "default", "echo")
+	env.Server.Mutate(t, "agents", "default", "echo", func(o *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(o.Object, "0.5", "spec", "budget", "usdPerHour")
+	})
+	env.CreateConversation(t, "default", "c1", "echo", v1alpha1.ConversationActive)
+	env.Live(t, "default", "c1")
+	env.SetReady(t, "default", "c1", "True", "Live", "")
+	code, body := h.post(t, "/conversations/s1/default/c1/send", url.Values{"text": {"costly"}})
+	if code != http.StatusOK || !strings.Contains(body, "Held by the agent&#39;s budget") {
+		t.Fatalf("held send: HTTP %d: %s", code, body)
+	}
+	// The end user's terminal view on demand.
+	code, body = h.get(t, "/conversations/s1/default/c1/terminal?section=user")
+	if code != http.StatusOK || !strings.Contains(body, `data-terminal-ws="/ws/attach?conversation=c1&amp;namespace=default&amp;supervisor=s1"`) ||
+		!strings.Contains(body, `aria-pressed="false"`) {
+		t.Fatalf("terminal partial: HTTP %d: %s", code, body)
 	}
 }
