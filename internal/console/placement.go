@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"aicli.dev/aicli/internal/client"
@@ -42,24 +43,50 @@ func placementOrder(cands []candidate) []*fleet.Supervisor {
 	return out
 }
 
-// candidates counts the live conversations of every configured supervisor.
+// candidates counts the live conversations of every configured supervisor
+// that is up: from its info endpoint, or (a supervisor without one) by
+// listing its conversations.
 func (s *Server) candidates(ctx context.Context) []candidate {
-	listed := s.listAll(ctx, "conversations", "")
-	out := make([]candidate, len(listed))
-	for i, l := range listed {
-		out[i] = candidate{Sup: l.Supervisor, Healthy: l.Supervisor.Health().Up, Live: -1}
-		if l.Err != nil {
-			out[i].Healthy = false
+	out := make([]candidate, len(s.Fleet.Supervisors))
+	var wg sync.WaitGroup
+	for i, sup := range s.Fleet.Supervisors {
+		out[i] = candidate{Sup: sup, Healthy: sup.Health().Up, Live: -1}
+		if !out[i].Healthy {
 			continue
 		}
-		out[i].Live = 0
-		for _, c := range l.Items {
-			if st, _, _ := unstructured.NestedString(c.Object, "status", "state"); st == "Active" {
-				out[i].Live++
-			}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			out[i].Live = liveConversations(ctx, sup)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// liveConversations is sup's count of live conversations, -1 when it cannot
+// be had.
+func liveConversations(ctx context.Context, sup *fleet.Supervisor) int {
+	info, err := sup.Client.Info(ctx)
+	if err == nil {
+		return info.Capacity.LiveConversations
+	}
+	if !apierrors.IsNotFound(err) {
+		return -1
+	}
+	list, err := sup.Client.List(ctx, "conversations", "", client.ListOptions{})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, c := range list.Items {
+		if st, _, _ := unstructured.NestedString(c.Object, "status", "state"); st == "Active" {
+			n++
 		}
 	}
-	return out
+	return n
 }
 
 // newAgent is what the create form asks for, as objects to create.
