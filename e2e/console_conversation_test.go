@@ -70,6 +70,16 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 		Expect(framework.Evaluate[bool](ctx, b, `window.pageMark === true`)).To(BeTrue(), "the page reloaded")
 		Expect(b.Text(ctx, "ol.transcript .speaker-human")).To(ContainSubstring("hello console"))
 		Expect(b.WaitText(ctx, "#send-result", "Sent.")).To(Succeed())
+		// Enter sends too (Shift+Enter would start a new line).
+		Expect(b.Fill(ctx, "Message to chatty", "second by enter")).To(Succeed())
+		Expect(framework.Evaluate[bool](ctx, b, `document.getElementById("message").dispatchEvent(
+			new KeyboardEvent("keydown", {key: "Enter", bubbles: true, cancelable: true}))`)).To(BeFalse()) // default prevented
+		Expect(b.WaitText(ctx, "ol.transcript", "fake[turn 2]: second by enter")).To(Succeed())
+
+		// At phone width the chat view fits without sideways scrolling.
+		Expect(b.SetViewport(ctx, framework.Phone)).To(Succeed())
+		Expect(framework.Evaluate[bool](ctx, b, `document.documentElement.scrollWidth <= window.innerWidth`)).To(BeTrue())
+		Expect(b.SetViewport(ctx, framework.Desktop)).To(Succeed())
 
 		// "My agents" lists it with its live state and a Talk link.
 		Expect(b.Open(ctx, con.URL+"/")).To(Succeed())
@@ -89,6 +99,8 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 		Expect(b.ClickButton(ctx, "Resume")).To(Succeed())
 		Expect(b.WaitVisible(ctx, `#conv-state [data-state="Active"]`)).To(Succeed())
 		Expect(b.WaitText(ctx, "#conv-state", "IDLE")).To(Succeed())
+		// The terminal reconnects to the resumed conversation by itself.
+		Expect(b.WaitGone(ctx, "#terminal.disconnected")).To(Succeed())
 		Expect(pageErrors(b)).To(BeEmpty())
 		sup.waitState(ctx, conv, "Active", "IDLE", time.Minute)
 	})
