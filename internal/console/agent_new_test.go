@@ -250,3 +250,34 @@ func excerpt(body, marker string) string {
 	end := min(len(body), i+600)
 	return body[i:end]
 }
+
+func TestASupervisorThatIsDownLeavesTheOthersWorking(t *testing.T) {
+	up, down := convapitest.Start(t), convapitest.Start(t)
+	h := startConsoleOn(t, []*convapitest.Env{down, up}, "down", "up")
+	up.CreateAgent(t, "default", "alive")
+	down.CreateAgent(t, "default", "gone")
+	h.fronts[0].Close()
+	h.fleet.CheckAll(context.Background())
+
+	code, body := h.get(t, "/")
+	if code != http.StatusOK || !strings.Contains(body, `data-agent="alive"`) || !strings.Contains(body, "a supervisor does not answer") {
+		t.Fatalf("home with a supervisor down: HTTP %d: %s", code, excerpt(body, "<main"))
+	}
+	// A new agent goes to the one that is up.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	launcher(t, ctx, up, "fresh", true)
+	resp, err := h.hc.PostForm(h.srv.URL+"/agents/new", url.Values{"_csrf": {h.csrf}, "name": {"fresh"}, "harness": {"fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(resp); resp.StatusCode != http.StatusOK || !strings.Contains(body, "data-transcript-ws") {
+		t.Fatalf("create with a supervisor down: HTTP %d: %s", resp.StatusCode, excerpt(body, "error"))
+	}
+	up.Server.Object(t, "agents", "default", "fresh")
+	// Talking to an agent of the supervisor that is down says so, readably.
+	code, body = h.get(t, "/talk/down/default/gone")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "gone cannot be reached right now") {
+		t.Fatalf("talk on a supervisor that is down: HTTP %d: %s", code, excerpt(body, "<main"))
+	}
+}

@@ -32,11 +32,13 @@ import (
 // (convapitest: real API server and store, fake PTYs and transcripts) with
 // a logged-in HTTP client.
 type convHarness struct {
-	env  *convapitest.Env
-	envs []*convapitest.Env
-	srv  *httptest.Server
-	hc   *http.Client
-	csrf string
+	env    *convapitest.Env
+	envs   []*convapitest.Env
+	fronts []*httptest.Server
+	fleet  *fleet.Fleet
+	srv    *httptest.Server
+	hc     *http.Client
+	csrf   string
 }
 
 func startConvHarness(t *testing.T) *convHarness {
@@ -57,6 +59,7 @@ func startConsoleOn(t *testing.T, envs []*convapitest.Env, names ...string) *con
 		t.Fatal(err)
 	}
 	var sups []state.Supervisor
+	var fronts []*httptest.Server
 	for i, env := range envs {
 		target, _ := url.Parse(env.URL)
 		mux := http.NewServeMux()
@@ -64,6 +67,7 @@ func startConsoleOn(t *testing.T, envs []*convapitest.Env, names ...string) *con
 		mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
 		front := httptest.NewServer(mux)
 		t.Cleanup(front.Close)
+		fronts = append(fronts, front)
 		sups = append(sups, state.Supervisor{Name: names[i], Server: front.URL})
 	}
 	f, err := fleet.New(sups)
@@ -85,7 +89,7 @@ func startConsoleOn(t *testing.T, envs []*convapitest.Env, names ...string) *con
 	jar, _ := cookiejar.New(nil)
 	u, _ := url.Parse(srv.URL)
 	jar.SetCookies(u, []*http.Cookie{{Name: auth.SessionCookie, Value: sess.ID, Path: "/"}})
-	return &convHarness{env: envs[0], envs: envs, srv: srv, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, csrf: sess.CSRF}
+	return &convHarness{env: envs[0], envs: envs, fronts: fronts, fleet: f, srv: srv, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}, csrf: sess.CSRF}
 }
 
 func (h *convHarness) get(t *testing.T, path string) (int, string) {

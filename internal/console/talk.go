@@ -29,6 +29,11 @@ func (s *Server) talkPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, agent := r.PathValue("namespace"), r.PathValue("agent")
+	if h := sup.Health(); !h.Up && !h.Checked.IsZero() {
+		s.fail(w, r, "user", &UserError{Status: http.StatusServiceUnavailable,
+			Msg: agent + " cannot be reached right now: the supervisor that runs it does not answer (see Settings). Try again later."})
+		return
+	}
 	conv, err := agentConversation(r.Context(), sup, ns, agent)
 	if err != nil {
 		s.fail(w, r, "user", err)
