@@ -200,3 +200,56 @@ var _ = Describe("The console's own state", Label("console"), func() {
 		Expect(getBody(ctx, hc, con.URL+"/")).To(ContainSubstring("keeper"))
 	})
 })
+
+// login opens the console's login page in b, logs in and lands on next.
+func (p *consoleProc) login(ctx context.Context, b *framework.Browser, next string) {
+	GinkgoHelper()
+	Expect(b.Open(ctx, p.URL+"/login?next="+url.QueryEscape(next))).To(Succeed())
+	Expect(b.Fill(ctx, "Console password", p.Password)).To(Succeed())
+	Expect(b.ClickButton(ctx, "Log in")).To(Succeed())
+	Expect(b.WaitVisible(ctx, "main h1")).To(Succeed())
+	Eventually(func() string { u, _ := b.URL(ctx); return u }).WithTimeout(5 * time.Second).Should(HaveSuffix(next))
+}
+
+var _ = Describe("The consoles in a browser", Label("console", "browser"), func() {
+	It("log in, and every page is readable at desktop and phone width without script errors", func(ctx SpecContext) {
+		sup := startSpecSupervisor(ctx, GinkgoT().TempDir())
+		sup.apply(ctx, fakeAgent("keeper"))
+		con := startConsole(ctx, GinkgoT().TempDir(), []*supervisorProc{sup})
+		b := suite.NewBrowser(ctx)
+
+		// A wrong password is said so, on the page.
+		Expect(b.Open(ctx, con.URL+"/manage")).To(Succeed())
+		Expect(b.Fill(ctx, "Console password", "not-the-password")).To(Succeed())
+		Expect(b.ClickButton(ctx, "Log in")).To(Succeed())
+		Expect(b.WaitText(ctx, ".error", "Wrong password")).To(Succeed())
+		Expect(b.ConsoleErrors()).To(ConsistOf(ContainSubstring("401 (Unauthorized)")), "the refused login is a 401, and nothing else failed")
+		seen := len(b.ConsoleErrors())
+
+		con.login(ctx, b, "/manage")
+		for _, page := range consolePages {
+			for _, v := range []framework.Viewport{framework.Desktop, framework.Phone} {
+				Expect(b.SetViewport(ctx, v)).To(Succeed())
+				Expect(b.Open(ctx, con.URL+page)).To(Succeed(), "page %s", page)
+				Expect(b.WaitVisible(ctx, "main h1")).To(Succeed(), "page %s", page)
+				w, err := framework.Evaluate[int](ctx, b, "document.documentElement.scrollWidth")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(int64(w)).To(BeNumerically("<=", v.Width+1), "page %s overflows %d px", page, v.Width)
+				unlabelled, err := framework.Evaluate[[]string](ctx, b, `[...document.querySelectorAll("input:not([type=hidden]),select,textarea")]
+					.filter(e => !(e.labels && e.labels.length) && !e.getAttribute("aria-label")).map(e => e.name || e.id)`)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(unlabelled).To(BeEmpty(), "page %s has inputs without a label", page)
+			}
+		}
+		Expect(b.ConsoleErrors()[seen:]).To(BeEmpty())
+
+		// Logging out ends the session: the next page asks for the password again.
+		Expect(b.Open(ctx, con.URL+"/manage")).To(Succeed())
+		Expect(b.ClickButton(ctx, "Log out")).To(Succeed())
+		Expect(b.WaitVisible(ctx, "#password")).To(Succeed())
+	})
+})
+
+// consolePages are the pages every console must render readably (each
+// page's own spec tests what it does).
+var consolePages = []string{"/", "/manage"}

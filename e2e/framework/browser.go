@@ -273,9 +273,17 @@ func (b *Browser) WaitGone(ctx context.Context, css string) error {
 // error quotes what the element said instead.
 func (b *Browser) WaitText(ctx context.Context, css, text string) error {
 	_, err := call(ctx, b, fmt.Sprintf("wait for %q to contain %q", css, text), func(actx context.Context) (bool, error) {
-		return chromedp.Run(actx, chromedp.PollFunction[bool](
-			`(sel, want) => { const el = document.querySelector(sel); return !!el && el.innerText.includes(want); }`,
-			chromedp.WithPollingArgs(css, text), chromedp.WithPollingMutation()))
+		for {
+			ok, err := chromedp.Run(actx, chromedp.PollFunction[bool](
+				`(sel, want) => { const el = document.querySelector(sel); return !!el && el.innerText.includes(want); }`,
+				chromedp.WithPollingArgs(css, text), chromedp.WithPollingMutation()))
+			// A page that navigates while polled (a form post) ends the poll: poll the new page.
+			if err != nil && navigated(err) && actx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			return ok, err
+		}
 	})
 	if err != nil {
 		short := &Browser{Timeout: time.Second, tab: b.tab}
@@ -286,6 +294,14 @@ func (b *Browser) WaitText(ctx context.Context, css, text string) error {
 		}
 	}
 	return err
+}
+
+// navigated reports whether err is the page going away under a command
+// (a navigation), not the command failing.
+func navigated(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Inspected target navigated or closed") || strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Cannot find context with specified id")
 }
 
 // Click clicks the element matching the CSS selector once it is visible.

@@ -12,6 +12,7 @@ func (s *Server) routes() {
 	m := s.mux
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web.Static())))
 	m.Handle("GET /dist/", http.StripPrefix("/dist/", http.FileServerFS(web.Dist())))
+	m.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.login)
 	s.handle("POST /logout", s.logout)
