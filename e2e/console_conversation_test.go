@@ -17,15 +17,6 @@ import (
 	"aicli.dev/aicli/e2e/framework"
 )
 
-// consoleLoginIn logs b in to the console and leaves it on next.
-func consoleLoginIn(ctx SpecContext, b *framework.Browser, con *consoleProc, next string) {
-	GinkgoHelper()
-	Expect(b.Open(ctx, con.URL+"/login?next="+url.QueryEscape(next))).To(Succeed())
-	Expect(b.Fill(ctx, "Console password", con.Password)).To(Succeed())
-	Expect(b.ClickButton(ctx, "Log in")).To(Succeed())
-	Eventually(func() (string, error) { return b.URL(ctx) }).WithTimeout(10 * time.Second).Should(HaveSuffix(next))
-}
-
 // chatConversation is the conversation a chat view shows (its transcript stream's parameter).
 func chatConversation(ctx SpecContext, b *framework.Browser) string {
 	GinkgoHelper()
@@ -49,7 +40,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 	It("creates an agent, talks to it live, and in the Manager shows its terminal, pauses and resumes it", func(ctx SpecContext) {
 		b := suite.NewBrowser(ctx)
 		b.Timeout = 2 * time.Minute // the first launch builds the fake CLI's image
-		consoleLoginIn(ctx, b, con, "/agents/new")
+		con.login(ctx, b, "/agents/new")
 
 		Expect(b.Fill(ctx, "Name", "chatty")).To(Succeed())
 		Expect(framework.Evaluate[string](ctx, b, `document.getElementById("harness").value = "fake"`)).To(Equal("fake"))
@@ -110,7 +101,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 		conv := sup.start(ctx, "xss")
 		sup.waitState(ctx, conv, "Active", "IDLE", 2*time.Minute)
 		b := suite.NewBrowser(ctx)
-		consoleLoginIn(ctx, b, con, "/talk/local/default/xss")
+		con.login(ctx, b, "/talk/local/default/xss")
 		Expect(framework.Evaluate[bool](ctx, b, `(window.alertCalls = 0, window.alert = () => { window.alertCalls++; }, true)`)).To(BeTrue())
 
 		const evil = `<script>alert(1)</script>`
@@ -141,7 +132,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 			sup.waitReply(ctx, conv, fmt.Sprintf("fake[turn %d]: warm-up %d", i, i))
 		}
 		b := suite.NewBrowser(ctx)
-		consoleLoginIn(ctx, b, con, "/manage/conversations/local/default/"+conv)
+		con.login(ctx, b, "/manage/conversations/local/default/"+conv)
 		shown, err := framework.Evaluate[int](ctx, b, `document.querySelectorAll("ol.transcript li.entry").length`)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(shown).To(BeNumerically("<=", 100), "the first render holds at most one page")
@@ -187,7 +178,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 			sup.waitReply(ctx, conv, fmt.Sprintf("fake[turn %d]: %s", i+1, text))
 		}
 		b := suite.NewBrowser(ctx)
-		consoleLoginIn(ctx, b, con, "/talk/local/default/helper")
+		con.login(ctx, b, "/talk/local/default/helper")
 		Expect(b.WaitText(ctx, "ol.transcript", "Draft a reply")).To(Succeed())
 		Expect(b.WaitText(ctx, "#conv-state", "IDLE")).To(Succeed())
 		saved, err := framework.SaveScreenshot(ctx, b, filepath.Join("docs", "images", "console.png"))
@@ -199,12 +190,12 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 	})
 })
 
-// pageErrors are b's console errors but the favicon's 404 and the Manager's
-// alerts banner (/manage/alerts, served once the monitors pages land).
+// pageErrors are b's console errors but those of the Manager's alerts banner
+// (/manage/alerts, served once the monitors pages land).
 func pageErrors(b *framework.Browser) []string {
 	var out []string
 	for _, e := range b.ConsoleErrors() {
-		if !strings.Contains(e, "favicon") && !strings.Contains(e, "/manage/alerts") {
+		if !strings.Contains(e, "/manage/alerts") {
 			out = append(out, e)
 		}
 	}

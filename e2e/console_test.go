@@ -252,4 +252,4 @@ var _ = Describe("The consoles in a browser", Label("console", "browser"), func(
 
 // consolePages are the pages every console must render readably (each
 // page's own spec tests what it does).
-var consolePages = []string{"/", "/manage"}
+var consolePages = []string{"/", "/manage", "/agents/new", "/settings", "/talk/local/default/keeper"}
