@@ -46,6 +46,13 @@ func startConvHarness(t *testing.T) *convHarness {
 	return startConsoleOn(t, []*convapitest.Env{convapitest.Start(t)}, "s1")
 }
 
+// echoConversation creates agent echo and its conversation c1 in desired.
+func (h *convHarness) echoConversation(t *testing.T, desired v1alpha1.ConversationState) {
+	t.Helper()
+	h.env.CreateAgent(t, "default", "echo")
+	h.env.CreateConversation(t, "default", "c1", "echo", desired)
+}
+
 // startConsoleOn serves a console over envs, named names in order. Each
 // env is fronted by a proxy that answers /readyz, as a supervisor does.
 func startConsoleOn(t *testing.T, envs []*convapitest.Env, names ...string) *convHarness {
@@ -131,8 +138,7 @@ func cursors(body string) []string {
 
 func TestConversationPageIsPagedFromTheEnd(t *testing.T) {
 	h := startConvHarness(t)
-	h.env.CreateAgent(t, "default", "echo")
-	h.env.CreateConversation(t, "default", "c1", "echo", v1alpha1.ConversationActive)
+	h.echoConversation(t, v1alpha1.ConversationActive)
 	uid := h.env.UID(t, "default", "c1")
 	const total = 10_000
 	for i := 1; i <= total; i++ {
@@ -176,8 +182,7 @@ func TestConversationPageIsPagedFromTheEnd(t *testing.T) {
 
 func TestTranscriptTextIsEscaped(t *testing.T) {
 	h := startConvHarness(t)
-	h.env.CreateAgent(t, "default", "echo")
-	h.env.CreateConversation(t, "default", "c1", "echo", v1alpha1.ConversationActive)
+	h.echoConversation(t, v1alpha1.ConversationActive)
 	uid := h.env.UID(t, "default", "c1")
 	h.env.Transcripts.Append(uid, transcriptwire.SpeakerHuman, `<script>alert(1)</script>`)
 	h.env.Transcripts.Append(uid, "injected:watcher", "advice")
@@ -198,8 +203,7 @@ func TestTranscriptTextIsEscaped(t *testing.T) {
 
 func TestSendAndDesiredState(t *testing.T) {
 	h := startConvHarness(t)
-	h.env.CreateAgent(t, "default", "echo")
-	h.env.CreateConversation(t, "default", "c1", "echo", v1alpha1.ConversationActive)
+	h.echoConversation(t, v1alpha1.ConversationActive)
 	// Not live yet: the send box says why, readably, in the page.
 	code, body := h.post(t, "/conversations/s1/default/c1/send", url.Values{"text": {"hi"}})
 	if code != http.StatusOK || !strings.Contains(body, "Not sent:") || !strings.Contains(body, `role="alert"`) {
@@ -290,8 +294,7 @@ func (h *convHarness) dialAttach(t *testing.T, ctx context.Context, conv string)
 
 func TestAttachRelayIsReadOnlyUntilControlIsTaken(t *testing.T) {
 	h := startConvHarness(t)
-	h.env.CreateAgent(t, "default", "echo")
-	h.env.CreateConversation(t, "default", "c1", "echo", v1alpha1.ConversationActive)
+	h.echoConversation(t, v1alpha1.ConversationActive)
 	pty := h.env.Live(t, "default", "c1")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -329,8 +332,7 @@ func TestAttachRelayIsReadOnlyUntilControlIsTaken(t *testing.T) {
 
 func TestAttachRelayToAConversationThatIsNotLive(t *testing.T) {
 	h := startConvHarness(t)
-	h.env.CreateAgent(t, "default", "echo")
-	h.env.CreateConversation(t, "default", "c1", "echo", v1alpha1.ConversationPaused)
+	h.echoConversation(t, v1alpha1.ConversationPaused)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := h.dialAttach(t, ctx, "c1")
