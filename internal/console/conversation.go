@@ -127,6 +127,16 @@ func (v *convView) fillConversation(obj *unstructured.Unstructured) {
 	}
 }
 
+// stateView is the view of conversation obj's state for a request.
+func stateView(r *http.Request, section string, sup *fleet.Supervisor, ns string, obj *unstructured.Unstructured) *convView {
+	v := &convView{Section: section, Supervisor: sup.Name, Namespace: ns}
+	if sess := auth.FromContext(r.Context()); sess != nil {
+		v.CSRF = sess.CSRF
+	}
+	v.fillConversation(obj)
+	return v
+}
+
 // conversationView reads conversation ns/name and the last page of its
 // transcript.
 func (s *Server) conversationView(ctx context.Context, r *http.Request, section string, sup *fleet.Supervisor, ns, name string) (*convView, error) {
@@ -134,11 +144,7 @@ func (s *Server) conversationView(ctx context.Context, r *http.Request, section 
 	if err != nil {
 		return nil, err
 	}
-	v := &convView{Section: section, Supervisor: sup.Name, Namespace: ns}
-	if sess := auth.FromContext(r.Context()); sess != nil {
-		v.CSRF = sess.CSRF
-	}
-	v.fillConversation(obj)
+	v := stateView(r, section, sup, ns, obj)
 	page, err := sup.Client.TranscriptBefore(ctx, ns, name, 0, TranscriptPageSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading the transcript of %s: %w", name, err)
@@ -218,11 +224,7 @@ func (s *Server) conversationState(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "", err)
 		return
 	}
-	v := &convView{Section: sectionOf(r), Supervisor: sup.Name, Namespace: ns}
-	if sess := auth.FromContext(r.Context()); sess != nil {
-		v.CSRF = sess.CSRF
-	}
-	v.fillConversation(obj)
+	v := stateView(r, sectionOf(r), sup, ns, obj)
 	s.partial(w, "conversation", "state", v)
 }
 
@@ -337,11 +339,7 @@ func (s *Server) conversationDesire(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, back, http.StatusSeeOther)
 		return
 	}
-	v := &convView{Section: section, Supervisor: sup.Name, Namespace: ns}
-	if sess := auth.FromContext(r.Context()); sess != nil {
-		v.CSRF = sess.CSRF
-	}
-	v.fillConversation(obj)
+	v := stateView(r, section, sup, ns, obj)
 	s.partial(w, "conversation", "state", v)
 }
 
