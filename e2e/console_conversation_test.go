@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,9 +37,8 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 	}, NodeTimeout(3*time.Minute))
 
 	It("creates an agent, talks to it live, and in the Manager shows its terminal, pauses and resumes it", func(ctx SpecContext) {
-		b := suite.NewBrowser(ctx)
+		b := con.loggedInBrowser(ctx, "/agents/new")
 		b.Timeout = 2 * time.Minute // the first launch builds the fake CLI's image
-		con.login(ctx, b, "/agents/new")
 
 		Expect(b.Fill(ctx, "Name", "chatty")).To(Succeed())
 		Expect(framework.Evaluate[string](ctx, b, `document.getElementById("harness").value = "fake"`)).To(Equal("fake"))
@@ -92,7 +90,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 		Expect(b.WaitText(ctx, "#conv-state", "IDLE")).To(Succeed())
 		// The terminal reconnects to the resumed conversation by itself.
 		Expect(b.WaitGone(ctx, "#terminal.disconnected")).To(Succeed())
-		Expect(pageErrors(b)).To(BeEmpty())
+		Expect(b.ConsoleErrors()).To(BeEmpty())
 		sup.waitState(ctx, conv, "Active", "IDLE", time.Minute)
 	})
 
@@ -100,8 +98,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 		sup.apply(ctx, fakeAgent("xss"))
 		conv := sup.start(ctx, "xss")
 		sup.waitState(ctx, conv, "Active", "IDLE", 2*time.Minute)
-		b := suite.NewBrowser(ctx)
-		con.login(ctx, b, "/talk/local/default/xss")
+		b := con.loggedInBrowser(ctx, "/talk/local/default/xss")
 		Expect(framework.Evaluate[bool](ctx, b, `(window.alertCalls = 0, window.alert = () => { window.alertCalls++; }, true)`)).To(BeTrue())
 
 		const evil = `<script>alert(1)</script>`
@@ -131,8 +128,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 			Expect(sup.send(ctx, conv, fmt.Sprintf("warm-up %d", i))).To(Succeed())
 			sup.waitReply(ctx, conv, fmt.Sprintf("fake[turn %d]: warm-up %d", i, i))
 		}
-		b := suite.NewBrowser(ctx)
-		con.login(ctx, b, "/manage/conversations/local/default/"+conv)
+		b := con.loggedInBrowser(ctx, "/manage/conversations/local/default/"+conv)
 		shown, err := framework.Evaluate[int](ctx, b, `document.querySelectorAll("ol.transcript li.entry").length`)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(shown).To(BeNumerically("<=", 100), "the first render holds at most one page")
@@ -177,8 +173,7 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 			Expect(sup.send(ctx, conv, text)).To(Succeed())
 			sup.waitReply(ctx, conv, fmt.Sprintf("fake[turn %d]: %s", i+1, text))
 		}
-		b := suite.NewBrowser(ctx)
-		con.login(ctx, b, "/talk/local/default/helper")
+		b := con.loggedInBrowser(ctx, "/talk/local/default/helper")
 		Expect(b.WaitText(ctx, "ol.transcript", "Draft a reply")).To(Succeed())
 		Expect(b.WaitText(ctx, "#conv-state", "IDLE")).To(Succeed())
 		saved, err := framework.SaveScreenshot(ctx, b, filepath.Join("docs", "images", "console.png"))
@@ -189,15 +184,3 @@ var _ = Describe("The conversation page and the end-user console", Label("consol
 		Expect(b.Text(ctx, "main")).NotTo(ContainSubstring("local"))
 	})
 })
-
-// pageErrors are b's console errors but those of the Manager's alerts banner
-// (/manage/alerts, served once the monitors pages land).
-func pageErrors(b *framework.Browser) []string {
-	var out []string
-	for _, e := range b.ConsoleErrors() {
-		if !strings.Contains(e, "/manage/alerts") {
-			out = append(out, e)
-		}
-	}
-	return out
-}

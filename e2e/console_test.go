@@ -201,6 +201,15 @@ var _ = Describe("The console's own state", Label("console"), func() {
 	})
 })
 
+// loggedInBrowser opens a tab of the suite's chromium (a screenshot is saved
+// if the spec fails) logged in to the console, at next.
+func (p *consoleProc) loggedInBrowser(ctx context.Context, next string) *framework.Browser {
+	GinkgoHelper()
+	b := suite.NewBrowser(ctx)
+	p.login(ctx, b, next)
+	return b
+}
+
 // login opens the console's login page in b, logs in and lands on next.
 func (p *consoleProc) login(ctx context.Context, b *framework.Browser, next string) {
 	GinkgoHelper()
@@ -252,4 +261,5 @@ var _ = Describe("The consoles in a browser", Label("console", "browser"), func(
 
 // consolePages are the pages every console must render readably (each
 // page's own spec tests what it does).
-var consolePages = []string{"/", "/manage", "/agents/new", "/settings", "/talk/local/default/keeper"}
+var consolePages = []string{"/", "/manage", "/manage/monitors", "/manage/monitors/new", "/manage/spend",
+	"/agents/new", "/settings", "/talk/local/default/keeper"}

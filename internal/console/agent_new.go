@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -47,8 +46,6 @@ type newAgentForm struct {
 	Tools                         []toolOption
 	Error                         string
 }
-
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // newAgentPage is the create form: GET /agents/new.
 func (s *Server) newAgentPage(w http.ResponseWriter, r *http.Request) {

@@ -41,6 +41,8 @@ type Server struct {
 	templates map[string]*template.Template
 	tmplErr   error
 	mux       *http.ServeMux
+
+	attachCache attachmentCache // monitor attachments for the banner and badges (alerts.go)
 }
 
 // Handler returns the console's HTTP handler.

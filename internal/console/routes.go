@@ -42,4 +42,11 @@ func (s *Server) routes() {
 	// The Manager.
 	s.handle("GET /manage", s.fleetPage)
 	s.handle("GET /manage/conversations/{supervisor}/{namespace}/{name}", s.managerConversation)
+	s.handle("GET /manage/alerts", s.alertsPartial)
+	s.handle("GET /manage/monitors", s.monitorsPage)
+	s.handle("GET /manage/monitors/table", s.monitorsTable)
+	s.handle("GET /manage/monitors/new", s.monitorNewPage)
+	s.handle("POST /manage/monitors", s.createMonitor)
+	s.handle("POST /manage/monitors/rearm", s.rearm)
+	s.handle("GET /manage/spend", s.spendPage)
 }

@@ -23,17 +23,27 @@ export function startCharts(root) {
     }
     const opts = {
       title: spec.title || "",
-      width: Math.max(320, el.clientWidth || 640),
+      width: Math.max(240, el.clientWidth || 640),
       height: spec.height || 260,
       series: [{}].concat(series.map((s, i) => ({
         label: s.label,
         stroke: palette[i % palette.length],
         fill: palette[i % palette.length] + "99",
         paths: uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 60] }) : undefined,
+        points: { show: false },
       }))),
+      // Half a day of room at each end, so the first and last days' bars show whole.
+      scales: { x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] } },
       axes: [{}, { label: spec.unit || "" }],
     };
     el.chart = new uPlot(opts, [xs].concat(data), el);
     el.setAttribute("data-chart-rendered", "true");
+    // Follow the element's width (window resize, phone rotation).
+    if (window.ResizeObserver) {
+      new ResizeObserver(() => {
+        const w = Math.max(240, el.clientWidth);
+        if (w !== el.chart.width) el.chart.setSize({ width: w, height: opts.height });
+      }).observe(el);
+    }
   });
 }
