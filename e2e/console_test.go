@@ -261,4 +261,5 @@ var _ = Describe("The consoles in a browser", Label("console", "browser"), func(
 
 // consolePages are the pages every console must render readably (each
 // page's own spec tests what it does).
-var consolePages = []string{"/", "/manage", "/manage/status", "/manage/monitors", "/manage/monitors/new", "/manage/spend"}
+var consolePages = []string{"/", "/manage", "/manage/status", "/manage/monitors", "/manage/monitors/new", "/manage/spend",
+	"/agents/new", "/settings", "/talk/local/default/keeper"}

@@ -7,17 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/coder/websocket"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/convapi/wire"
@@ -46,31 +42,12 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 	}
 }
 
-// attachURL is the websocket URL of the conversation's attach subresource.
-func attachURL(cl *client.Client, ns, name string) string {
-	base := cl.BaseURL()
-	switch {
-	case strings.HasPrefix(base, "https://"):
-		base = "wss://" + strings.TrimPrefix(base, "https://")
-	case strings.HasPrefix(base, "http://"):
-		base = "ws://" + strings.TrimPrefix(base, "http://")
-	}
-	return base + client.ResourcePath(conversationsPlural, ns, name, wire.SubAttach)
-}
-
 func runAttach(ctx context.Context, g *globalOptions, cl *client.Client, name string) error {
-	header := http.Header{}
-	if tok := cl.Config().Token; tok != "" && strings.HasPrefix(cl.BaseURL(), "https://") {
-		header.Set("Authorization", "Bearer "+tok)
-	}
-	c, resp, err := websocket.Dial(ctx, attachURL(cl, g.ns(), name), &websocket.DialOptions{
-		HTTPClient: cl.HTTPClient(), HTTPHeader: header,
-	})
+	c, err := cl.DialAttach(ctx, g.ns(), name)
 	if err != nil {
-		return &opError{op: "attach to " + name, err: dialError(cl, resp, err)}
+		return &opError{op: "attach to " + name, err: err}
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(-1)
 
 	in, out := g.streams.In, g.streams.Out
 	restore := func() {}
@@ -119,22 +96,6 @@ func runAttach(ctx context.Context, g *globalOptions, cl *client.Client, name st
 			return fmt.Errorf("attach: %w", err)
 		}
 	}
-}
-
-// dialError turns a refused websocket handshake into the server's Status.
-func dialError(cl *client.Client, resp *http.Response, err error) error {
-	if resp == nil {
-		return &client.ConnectionError{Server: cl.Config().Server, Err: err}
-	}
-	body, _ := io.ReadAll(resp.Body)
-	var st metav1.Status
-	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
-		if st.Code == 0 {
-			st.Code = int32(resp.StatusCode)
-		}
-		return &apierrors.StatusError{ErrStatus: st}
-	}
-	return fmt.Errorf("websocket handshake refused (HTTP %d): %w", resp.StatusCode, err)
 }
 
 // forwardInput sends keystrokes as binary frames until the detach key or the

@@ -17,6 +17,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -32,6 +33,9 @@ type Server struct {
 	Auth   *auth.Auth
 	State  *state.File
 	Logger *slog.Logger
+	// LaunchTimeout bounds a new agent's first launch before placement tries
+	// another supervisor (default 3 minutes).
+	LaunchTimeout time.Duration
 
 	once      sync.Once
 	templates map[string]*template.Template

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"aicli.dev/aicli/internal/client"
 	"aicli.dev/aicli/internal/console/fleet"
+	"aicli.dev/aicli/internal/convapi/wire"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
@@ -151,18 +153,11 @@ func relayWatch(ctx context.Context, c *wsConn, sup *fleet.Supervisor, resource,
 // GET /ws/transcript?supervisor=S&namespace=N&conversation=C&from=F. Each
 // message is one transcriptwire.Entry (the page renders its text as text).
 func (s *Server) transcriptStream(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	sup, err := s.supervisor(q.Get("supervisor"))
-	if err != nil {
-		s.fail(w, r, "", err)
+	sup, ns, name, ok := s.streamTarget(w, r)
+	if !ok {
 		return
 	}
-	ns, name := q.Get("namespace"), q.Get("conversation")
-	from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
-	if ns == "" || name == "" {
-		http.Error(w, "namespace and conversation are required", http.StatusBadRequest)
-		return
-	}
+	from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
 	c, err := accept(w, r)
 	if err != nil {
 		return
@@ -174,4 +169,127 @@ func (s *Server) transcriptStream(w http.ResponseWriter, r *http.Request) {
 		return !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err)
 	})
 	c.closeWith(context.Background(), err)
+}
+
+// AttachControl is a text frame the page sends on /ws/attach: "control"
+// takes (On) or releases control of the terminal, "resize" is forwarded as
+// wire.ControlMessage while in control.
+type AttachControl struct {
+	Type string `json:"type"`
+	On   bool   `json:"on,omitempty"`
+	Cols int    `json:"cols,omitempty"`
+	Rows int    `json:"rows,omitempty"`
+}
+
+// Attach control message types.
+const (
+	attachTakeControl = "control"
+	attachResize      = wire.ControlTypeResize
+)
+
+// attachStream relays a conversation's attach websocket to the page:
+// GET /ws/attach?supervisor=S&namespace=N&conversation=C. PTY output goes to
+// the page as binary frames. The page's keystrokes (binary) and resizes are
+// dropped unless it took control with {"type":"control","on":true}: the
+// terminal is read-only by default, enforced here, not only in the page.
+func (s *Server) attachStream(w http.ResponseWriter, r *http.Request) {
+	sup, ns, name, ok := s.streamTarget(w, r)
+	if !ok {
+		return
+	}
+	c, err := accept(w, r)
+	if err != nil {
+		return
+	}
+	c.c.SetReadLimit(1 << 20)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	up, err := sup.Client.DialAttach(ctx, ns, name)
+	if err != nil {
+		c.closeWith(context.Background(), err)
+		return
+	}
+	defer up.CloseNow()
+	done := make(chan string, 2)
+	go func() { done <- relayOutput(ctx, up, c) }()
+	go func() { done <- relayInput(ctx, c, up) }()
+	reason := <-done
+	cancel()
+	_ = up.Close(websocket.StatusNormalClosure, "")
+	_ = c.c.Close(websocket.StatusNormalClosure, truncate(reason, 120))
+}
+
+// relayOutput copies the supervisor's PTY output to the page until either
+// side ends, and says why.
+func relayOutput(ctx context.Context, up *websocket.Conn, page *wsConn) string {
+	for {
+		typ, data, err := up.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) && ce.Reason != "" {
+				return ce.Reason
+			}
+			return "the conversation's terminal closed"
+		}
+		if typ != websocket.MessageBinary {
+			continue
+		}
+		page.mu.Lock()
+		err = page.c.Write(ctx, websocket.MessageBinary, data)
+		page.mu.Unlock()
+		if err != nil {
+			return "page gone"
+		}
+	}
+}
+
+// relayInput forwards the page's keystrokes and resizes while it holds
+// control; everything else is dropped.
+func relayInput(ctx context.Context, page *wsConn, up *websocket.Conn) string {
+	control := false
+	for {
+		typ, data, err := page.c.Read(ctx)
+		if err != nil {
+			return "page gone"
+		}
+		if typ == websocket.MessageBinary {
+			if !control {
+				continue // read-only: keystrokes are dropped
+			}
+			if up.Write(ctx, websocket.MessageBinary, data) != nil {
+				return "the conversation's terminal closed"
+			}
+			continue
+		}
+		var m AttachControl
+		if json.Unmarshal(data, &m) != nil {
+			continue
+		}
+		switch {
+		case m.Type == attachTakeControl:
+			control = m.On
+		case m.Type == attachResize && control && m.Cols > 0 && m.Rows > 0:
+			raw, _ := json.Marshal(wire.ControlMessage{Type: wire.ControlTypeResize, Cols: m.Cols, Rows: m.Rows})
+			if up.Write(ctx, websocket.MessageText, raw) != nil {
+				return "the conversation's terminal closed"
+			}
+		}
+	}
+}
+
+// streamTarget reads a conversation stream's ?supervisor=S&namespace=N&conversation=C,
+// answering a bad request itself.
+func (s *Server) streamTarget(w http.ResponseWriter, r *http.Request) (*fleet.Supervisor, string, string, bool) {
+	q := r.URL.Query()
+	sup, err := s.supervisor(q.Get("supervisor"))
+	if err != nil {
+		s.fail(w, r, "", err)
+		return nil, "", "", false
+	}
+	ns, name := q.Get("namespace"), q.Get("conversation")
+	if ns == "" || name == "" {
+		http.Error(w, "namespace and conversation are required", http.StatusBadRequest)
+		return nil, "", "", false
+	}
+	return sup, ns, name, true
 }

@@ -20,9 +20,24 @@ func (s *Server) routes() {
 	// Live streams (websockets).
 	s.handle("GET /ws/watch", s.watchStream)
 	s.handle("GET /ws/transcript", s.transcriptStream)
+	s.handle("GET /ws/attach", s.attachStream)
 
 	// The end-user console (MyLittleAgi).
 	s.handle("GET /{$}", s.userHome)
+	s.handle("GET /talk/{supervisor}/{namespace}/{agent}", s.talkPage)
+	s.handle("POST /talk/{supervisor}/{namespace}/{agent}/start", s.talkStart)
+	s.handle("GET /agents/table", s.userAgentsTable)
+	s.handle("GET /agents/new", s.newAgentPage)
+	s.handle("POST /agents/new", s.createAgent)
+	s.handle("GET /settings", s.settingsPage)
+	s.handle("POST /settings/alias", s.setAlias)
+
+	// The conversation page's partials and actions (both consoles).
+	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/earlier", s.conversationEarlier)
+	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/state", s.conversationState)
+	s.handle("GET /conversations/{supervisor}/{namespace}/{name}/terminal", s.conversationTerminal)
+	s.handle("POST /conversations/{supervisor}/{namespace}/{name}/send", s.conversationSend)
+	s.handle("POST /conversations/{supervisor}/{namespace}/{name}/desired", s.conversationDesire)
 
 	// The Manager.
 	s.handle("GET /manage", s.fleetPage)
@@ -30,6 +45,7 @@ func (s *Server) routes() {
 	s.handle("GET /manage/status", s.statusPage)
 	s.handle("GET /manage/status/table", s.statusTablePartial)
 	s.handle("GET /manage/describe/{supervisor}/{resource}/{namespace}/{name}", s.describePage)
+	s.handle("GET /manage/conversations/{supervisor}/{namespace}/{name}", s.managerConversation)
 	s.handle("GET /manage/alerts", s.alertsPartial)
 	s.handle("GET /manage/monitors", s.monitorsPage)
 	s.handle("GET /manage/monitors/table", s.monitorsTable)

@@ -70,6 +70,8 @@ export function startLive(root, { showError }) {
       const items = list.querySelectorAll("li[data-cursor]");
       return items.length ? Number(items[items.length - 1].dataset.cursor) : Number(list.dataset.from || 0);
     };
+    // Start at the newest entry (the page renders the last page of the transcript).
+    list.scrollTop = list.scrollHeight;
     const base = list.dataset.transcriptWs;
     connect(() => `${base}&from=${lastCursor() + 1}`, (msg) => {
       if (msg.error) { showError(msg.error); return; }

@@ -25,6 +25,18 @@ document.addEventListener("htmx:responseError", (e) => {
   const xhr = e.detail.xhr;
   showError(xhr.responseText || `${xhr.status} ${xhr.statusText}`);
 });
+// A form marked data-reset-on-success is cleared once its request succeeded (the send box).
+document.addEventListener("htmx:afterRequest", (e) => {
+  const form = e.detail.elt;
+  if (e.detail.successful && form && form.matches && form.matches("form[data-reset-on-success]")) form.reset();
+});
+// Enter sends a textarea marked data-enter-submits (Shift+Enter: a new line).
+document.addEventListener("keydown", (e) => {
+  const t = e.target;
+  if (e.key !== "Enter" || e.shiftKey || e.isComposing || !t.matches || !t.matches("textarea[data-enter-submits]")) return;
+  e.preventDefault();
+  if (t.value.trim() !== "" && t.form) t.form.requestSubmit();
+});
 document.addEventListener("htmx:sendError", () => showError("the console is unreachable: check that aicli-console runs"));
 
 export function showError(text) {
