@@ -80,16 +80,23 @@ var _ = Describe("The Manager's fleet and status pages", Label("console", "brows
 		Expect(b.WaitText(ctx, "table.history", "created (generation 1)")).To(Succeed())
 		Expect(b.Text(ctx, "table.conditions")).To(ContainSubstring("Stalled"))
 
-		By("a supervisor that is down shows as down while the other's rows render")
+		By("a supervisor that goes down shows as down, without a reload, while the other's rows render")
+		Expect(b.Open(ctx, con.URL+"/manage")).To(Succeed())
+		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="two"][data-agent=%q]`, other))).To(Succeed())
+		_, err = framework.Evaluate[bool](ctx, b, "window.notReloaded = true")
+		Expect(err).NotTo(HaveOccurred())
 		two.stop()
 		Eventually(func() (bool, error) {
-			if err := b.Open(ctx, con.URL+"/manage"); err != nil {
-				return false, err
-			}
 			return framework.Evaluate[bool](ctx, b, `!!document.querySelector('#fleet-table tr.down-row[data-supervisor="two"]')`)
-		}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(BeTrue())
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(BeTrue())
+		Eventually(func() (string, error) { return b.Text(ctx, `#fleet-supervisors tr[data-supervisor="two"]`) }).
+			WithTimeout(10 * time.Second).Should(ContainSubstring("down"))
 		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="one"][data-agent=%q]`, name))).To(Succeed())
-		Expect(b.Text(ctx, `table.supervisors tr[data-supervisor="two"]`)).To(ContainSubstring("down"))
+		Expect(framework.Evaluate[bool](ctx, b, "window.notReloaded === true")).To(BeTrue(), "the page reloaded")
+		// A fresh load says the same.
+		Expect(b.Open(ctx, con.URL+"/manage")).To(Succeed())
+		Expect(b.WaitVisible(ctx, `#fleet-table tr.down-row[data-supervisor="two"]`)).To(Succeed())
+		Expect(b.WaitVisible(ctx, fmt.Sprintf(`tr[data-supervisor="one"][data-agent=%q]`, name))).To(Succeed())
 		// None of this page's requests failed (other pages' routes, e.g. the alerts banner, are not checked here).
 		for _, e := range b.ConsoleErrors() {
 			Expect(e).NotTo(Or(ContainSubstring("/manage/fleet"), ContainSubstring("/manage/status"), ContainSubstring("/ws/"),

@@ -41,16 +41,7 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	snaps := s.fleetSnapshots(r.Context(), true)
 	fetched := time.Now()
-	d := fleetData{Table: buildFleetTable(snaps, f, time.Now(), s.watchedByFunc(r.Context()))}
-	for _, sn := range snaps {
-		h := sn.Supervisor.Health()
-		fs := fleetSupervisor{Name: sn.Supervisor.Name, Server: sn.Supervisor.Server, Up: h.Up, Err: h.Err, Since: h.Since,
-			Info: sn.Info}
-		if sn.InfoErr != nil && h.Up { // a down supervisor's reason is in its health cell already
-			_, fs.InfoErr = ErrorMessage(sn.InfoErr)
-		}
-		d.Supervisors = append(d.Supervisors, fs)
-	}
+	d := fleetData{Table: buildFleetTable(snaps, f, time.Now(), s.watchedByFunc(r.Context())), Supervisors: supervisorCards(snaps)}
 	// How long the supervisors took and how long the rows, for the browser's devtools and the benchmark.
 	w.Header().Set("Server-Timing", fmt.Sprintf("fetch;dur=%.1f, rows;dur=%.1f", ms(fetched.Sub(start)), ms(time.Since(fetched))))
 	s.render(w, http.StatusOK, "fleet", s.page(r, "manage", "fleet", "Fleet", d))
@@ -62,6 +53,35 @@ func (s *Server) watchedByFunc(ctx context.Context) watchedByFunc {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// supervisorCards are the supervisors' health and capacity rows.
+func supervisorCards(snaps []fleetSnapshot) []fleetSupervisor {
+	var out []fleetSupervisor
+	for _, sn := range snaps {
+		h := sn.Supervisor.Health()
+		fs := fleetSupervisor{Name: sn.Supervisor.Name, Server: sn.Supervisor.Server, Up: h.Up, Err: h.Err, Since: h.Since,
+			Info: sn.Info}
+		if sn.InfoErr != nil && h.Up { // a down supervisor's reason is in its health cell already
+			_, fs.InfoErr = ErrorMessage(sn.InfoErr)
+		}
+		out = append(out, fs)
+	}
+	return out
+}
+
+// fleetSupervisorsPartial re-renders the supervisors' rows (GET
+// /manage/fleet/supervisors, on health changes).
+func (s *Server) fleetSupervisorsPartial(w http.ResponseWriter, r *http.Request) {
+	snaps := make([]fleetSnapshot, len(s.Fleet.Supervisors))
+	s.eachSupervisor(r.Context(), func(ctx context.Context, i int, sup *fleet.Supervisor) error {
+		snaps[i].Info, snaps[i].InfoErr = sup.Client.Info(ctx)
+		return nil
+	})
+	for i, sup := range s.Fleet.Supervisors {
+		snaps[i].Supervisor = sup
+	}
+	s.partial(w, "fleet", "supervisors", supervisorCards(snaps))
+}
 
 // fleetTablePartial re-renders only the table (GET /manage/fleet/table, the
 // live refresh on watch events).

@@ -293,3 +293,29 @@ func (s *Server) streamTarget(w http.ResponseWriter, r *http.Request) (*fleet.Su
 	}
 	return sup, ns, name, true
 }
+
+// healthStream sends one event each time a supervisor's health changes (and
+// RESYNC on connect): GET /ws/health. Pages re-read what a supervisor going
+// down or coming back changes; a down supervisor has no watch to say so.
+func (s *Server) healthStream(w http.ResponseWriter, r *http.Request) {
+	c, err := accept(w, r)
+	if err != nil {
+		return
+	}
+	ctx := c.readUntilClosed(r.Context())
+	changed, cancel := s.Fleet.Subscribe()
+	defer cancel()
+	typ := "RESYNC"
+	for {
+		if c.send(ctx, WatchEvent{Type: typ}) != nil {
+			return
+		}
+		typ = "HEALTH"
+		select {
+		case <-ctx.Done():
+			c.closeWith(context.Background(), nil)
+			return
+		case <-changed:
+		}
+	}
+}

@@ -129,6 +129,12 @@ func TestFleetPage(t *testing.T) {
 		t.Errorf("reviewer-1's row = %q, want Paused without an execution", r)
 	}
 
+	// The supervisors' rows alone (refreshed on health changes).
+	if code, body := e.get(t, "/manage/fleet/supervisors"); code != http.StatusOK || strings.Contains(body, "<html") ||
+		!strings.Contains(body, `id="fleet-supervisors"`) || !strings.Contains(body, `<span class="down">down</span>`) {
+		t.Errorf("supervisors partial: %d %s", code, body)
+	}
+
 	// Filters: the GET form's fields, also on the partial.
 	for _, tc := range []struct {
 		query      string

@@ -21,6 +21,7 @@ func (s *Server) routes() {
 	s.handle("GET /ws/watch", s.watchStream)
 	s.handle("GET /ws/transcript", s.transcriptStream)
 	s.handle("GET /ws/attach", s.attachStream)
+	s.handle("GET /ws/health", s.healthStream)
 
 	// The end-user console (MyLittleAgi).
 	s.handle("GET /{$}", s.userHome)
@@ -42,6 +43,7 @@ func (s *Server) routes() {
 	// The Manager.
 	s.handle("GET /manage", s.fleetPage)
 	s.handle("GET /manage/fleet/table", s.fleetTablePartial)
+	s.handle("GET /manage/fleet/supervisors", s.fleetSupervisorsPartial)
 	s.handle("GET /manage/status", s.statusPage)
 	s.handle("GET /manage/status/table", s.statusTablePartial)
 	s.handle("GET /manage/describe/{supervisor}/{resource}/{namespace}/{name}", s.describePage)
