@@ -175,6 +175,8 @@ func TestAgentDeletionReleasesFinalizerAndKeepsHome(t *testing.T) {
 	h.create("agents", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"a"},"spec":{"harness":"fake"}}`)
 	h.eventually("finalizer", func() bool { a := h.agent("a"); return a != nil && len(a.Finalizers) == 1 })
 	home := h.dir.AgentHome("default", "a")
+	// The finalizer is written before the home is made: wait for the home too.
+	h.eventually("home", func() bool { _, err := os.Stat(home); return err == nil })
 	if err := os.WriteFile(filepath.Join(home, "note"), []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
