@@ -52,8 +52,9 @@ var _ = Describe("The Manager's monitors and spend", Label("console", "browser",
 		Expect(b.Fill(ctx, "Keywords (comma-separated)", "ping")).To(Succeed())
 		Expect(b.ClickButton(ctx, "Attach monitor")).To(Succeed())
 		waitPage(ctx, b, "#ma-local-default-ponger", "ponger")
-		Expect(b.Text(ctx, "#ma-local-default-ponger")).To(And(ContainSubstring("pinger"), ContainSubstring("Closed"),
-			ContainSubstring("0/5 cycles without a human")))
+		// The row may be swapped by a live refresh while it is read: read it again then.
+		Eventually(func() (string, error) { return b.Text(ctx, "#ma-local-default-ponger") }).WithTimeout(10 * time.Second).
+			Should(And(ContainSubstring("pinger"), ContainSubstring("Closed"), ContainSubstring("0/5 cycles without a human")))
 		a := sup.attachment(ctx, "ponger")
 		Expect(a.Spec.Monitor).To(Equal("ponger"))
 		Expect(a.Spec.Target.Agent).To(Equal("pinger"))

@@ -222,6 +222,14 @@ func (b *Browser) run(ctx context.Context, what string, actions ...chromedp.Acti
 	return err
 }
 
+// detached reports whether err is an element that left the document between
+// being found and being used.
+func detached(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "No node with given id found") || strings.Contains(msg, "Node is detached from document") ||
+		strings.Contains(msg, "Could not find node with given id")
+}
+
 // call runs f against a context bounded by the tab, b.Timeout and ctx.
 func call[T any](ctx context.Context, b *Browser, what string, f func(context.Context) (T, error)) (T, error) {
 	actx, cancel := context.WithTimeout(b.tab, b.Timeout)
@@ -229,6 +237,12 @@ func call[T any](ctx context.Context, b *Browser, what string, f func(context.Co
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	v, err := f(actx)
+	// An element swapped out under the call (a live re-render, a navigation)
+	// is looked up again on the new page, within the same bound.
+	for err != nil && (navigated(err) || detached(err)) && actx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		v, err = f(actx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (spec context: %w)", err, ctx.Err())
@@ -273,17 +287,9 @@ func (b *Browser) WaitGone(ctx context.Context, css string) error {
 // error quotes what the element said instead.
 func (b *Browser) WaitText(ctx context.Context, css, text string) error {
 	_, err := call(ctx, b, fmt.Sprintf("wait for %q to contain %q", css, text), func(actx context.Context) (bool, error) {
-		for {
-			ok, err := chromedp.Run(actx, chromedp.PollFunction[bool](
-				`(sel, want) => { const el = document.querySelector(sel); return !!el && el.innerText.includes(want); }`,
-				chromedp.WithPollingArgs(css, text), chromedp.WithPollingMutation()))
-			// A page that navigates while polled (a form post) ends the poll: poll the new page.
-			if err != nil && navigated(err) && actx.Err() == nil {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			return ok, err
-		}
+		return chromedp.Run(actx, chromedp.PollFunction[bool](
+			`(sel, want) => { const el = document.querySelector(sel); return !!el && el.innerText.includes(want); }`,
+			chromedp.WithPollingArgs(css, text), chromedp.WithPollingMutation()))
 	})
 	if err != nil {
 		short := &Browser{Timeout: time.Second, tab: b.tab}
