@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"aicli.dev/aicli/e2e/framework"
+	"aicli.dev/aicli/guest/harness/fake/cli"
 	"aicli.dev/aicli/internal/layout"
 )
 
@@ -160,9 +161,14 @@ func getBody(ctx context.Context, hc *http.Client, u string) string {
 }
 
 var _ = Describe("The console's own state", Label("console"), func() {
-	It("is thin: deleting its state file loses no agent, and the login needs the password", func(ctx SpecContext) {
+	It("is thin: deleting its state file loses no agent, conversation, transcript or mail, and the login needs the password", func(ctx SpecContext) {
 		sup := startSpecSupervisor(ctx, GinkgoT().TempDir())
-		sup.apply(ctx, fakeAgent("keeper"))
+		sup.apply(ctx, mailAgent("writer", "keeper"))
+		sup.apply(ctx, mailAgent("keeper"))
+		conv := sup.start(ctx, "writer")
+		sup.waitState(ctx, conv, "Active", "IDLE", 2*time.Minute)
+		Expect(sup.send(ctx, conv, "note "+cli.MarkRun+" mail-send keeper remember the milk")).To(Succeed())
+		sup.waitReply(ctx, conv, "run mail-send: exit 0: sent to keeper")
 		dir := GinkgoT().TempDir()
 		con := startConsole(ctx, dir, []*supervisorProc{sup})
 
@@ -174,8 +180,18 @@ var _ = Describe("The console's own state", Label("console"), func() {
 		Expect(resp.StatusCode).To(Equal(http.StatusSeeOther), "an anonymous page request goes to the login page")
 		Expect(resp.Header.Get("Location")).To(HavePrefix("/login"))
 
+		// What the consoles show comes from the supervisor: the agents with keeper's unread mail,
+		// the conversation and its transcript.
+		shows := func(hc *http.Client) {
+			GinkgoHelper()
+			home := getBody(ctx, hc, con.URL+"/")
+			Expect(home).To(ContainSubstring("writer"))
+			Expect(home).To(MatchRegexp(`(?s)data-agent="keeper".*1 unread`))
+			page := getBody(ctx, hc, con.URL+"/manage/conversations/local/default/"+conv)
+			Expect(page).To(ContainSubstring("run mail-send: exit 0: sent to keeper"))
+		}
 		hc, csrf := con.httpSession(ctx)
-		Expect(getBody(ctx, hc, con.URL+"/")).To(ContainSubstring("keeper"))
+		shows(hc)
 		// A state-changing request without the CSRF token is refused.
 		resp, err = hc.PostForm(con.URL+"/logout", url.Values{})
 		Expect(err).NotTo(HaveOccurred())
@@ -191,13 +207,15 @@ var _ = Describe("The console's own state", Label("console"), func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(raw)).To(ContainSubstring(`"passwordHash": "$2`))
 		Expect(string(raw)).NotTo(ContainSubstring(consolePassword))
-		Expect(string(raw)).NotTo(ContainSubstring("keeper"))
+		for _, word := range []string{"writer", "keeper", conv, "milk"} {
+			Expect(string(raw)).NotTo(ContainSubstring(word))
+		}
 
 		con.stop()
 		Expect(os.Remove(filepath.Join(dir, "console.json"))).To(Succeed())
 		con = startConsole(ctx, dir, []*supervisorProc{sup})
 		hc, _ = con.httpSession(ctx)
-		Expect(getBody(ctx, hc, con.URL+"/")).To(ContainSubstring("keeper"))
+		shows(hc)
 	})
 })
 
@@ -251,6 +269,11 @@ var _ = Describe("The consoles in a browser", Label("console", "browser"), func(
 			}
 		}
 		Expect(b.ConsoleErrors()[seen:]).To(BeEmpty())
+
+		// An API error is a readable message in the page, never a blank page.
+		err := b.Open(ctx, con.URL+"/manage/describe/local/agents/default/ghost")
+		Expect(err).To(MatchError(ContainSubstring("HTTP 404")))
+		Expect(b.Text(ctx, "main .error")).To(MatchRegexp(`(?i)agents.*"ghost" not found`))
 
 		// Logging out ends the session: the next page asks for the password again.
 		Expect(b.Open(ctx, con.URL+"/manage")).To(Succeed())
