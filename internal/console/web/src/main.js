@@ -9,6 +9,9 @@ import { startCharts } from "./chart.js";
 import "./console.css";
 
 window.htmx = htmx;
+// Swapped-in HTML never runs script (the CSP forbids inline script as well).
+htmx.config.allowScriptTags = false;
+htmx.config.allowEval = false;
 
 function csrfToken() {
   const m = document.querySelector('meta[name="csrf-token"]');
