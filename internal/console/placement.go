@@ -48,21 +48,15 @@ func placementOrder(cands []candidate) []*fleet.Supervisor {
 // listing its conversations.
 func (s *Server) candidates(ctx context.Context) []candidate {
 	out := make([]candidate, len(s.Fleet.Supervisors))
-	var wg sync.WaitGroup
 	for i, sup := range s.Fleet.Supervisors {
 		out[i] = candidate{Sup: sup, Healthy: sup.Health().Up, Live: -1}
-		if !out[i].Healthy {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, listTimeout)
-			defer cancel()
-			out[i].Live = liveConversations(ctx, sup)
-		}()
 	}
-	wg.Wait()
+	s.eachSupervisor(ctx, func(ctx context.Context, i int, sup *fleet.Supervisor) error {
+		if out[i].Healthy {
+			out[i].Live = liveConversations(ctx, sup)
+		}
+		return nil
+	})
 	return out
 }
 

@@ -80,7 +80,11 @@ func (f *File) Path() string { return f.path }
 func (f *File) Get() Data {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d := f.data
+	return f.data.clone()
+}
+
+// clone is a deep copy of d.
+func (d Data) clone() Data {
 	d.Supervisors = append([]Supervisor(nil), d.Supervisors...)
 	d.Aliases = maps.Clone(d.Aliases)
 	d.Preferences = maps.Clone(d.Preferences)
@@ -91,10 +95,7 @@ func (f *File) Get() Data {
 func (f *File) Update(fn func(*Data)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d := f.data
-	d.Supervisors = append([]Supervisor(nil), d.Supervisors...)
-	d.Aliases = maps.Clone(d.Aliases)
-	d.Preferences = maps.Clone(d.Preferences)
+	d := f.data.clone()
 	fn(&d)
 	raw, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
