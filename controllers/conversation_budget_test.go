@@ -12,6 +12,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/budget"
+	"aicli.dev/aicli/internal/transcript"
 )
 
 // sendingPTY records delivered messages.
@@ -48,6 +49,8 @@ func TestPhaseBudget(t *testing.T) {
 	spend := mapSpend{}
 	ledger := &budget.Ledger{Store: e.h.store, Spend: spend, Now: func() time.Time { return e.clock }}
 	e.r.Budget = ledger
+	attr := &transcript.Attribution{}
+	e.r.Attribution = attr
 	ctx := context.Background()
 	e.h.create("agents", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"a"},"spec":{"harness":"fake",`+
 		`"budget":{"usdPerHour":"6","burstUSD":"1","maxWaitSeconds":600}}}`)
@@ -75,8 +78,9 @@ func TestPhaseBudget(t *testing.T) {
 	}
 	// Its turn cost $0.95: $0.05 left, the next needs $0.95 → held; $0.90 at $6/h accrues in 9 minutes.
 	spend["s-1"] = 950_000
-	if admit("two") {
-		t.Fatal("a message the bucket cannot cover was delivered")
+	// Held advice keeps its speaker (a monitor's, here) until it is delivered.
+	if ok, err := ledger.Admit(ctx, "default", "a", lim, uid, "s-1", "injected:watcher", "two"); err != nil || ok {
+		t.Fatalf("a message the bucket cannot cover was delivered (%v)", err)
 	}
 	res, err := e.reconcile()
 	if err != nil {
@@ -97,6 +101,9 @@ func TestPhaseBudget(t *testing.T) {
 	e.want(v1alpha1.ConditionBudgetAvailable, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "no message is held")
 	if len(pty.sent) != 1 || pty.sent[0] != "two" || e.conv().Status.HeldMessages != 0 {
 		t.Fatalf("sent %v, held %d", pty.sent, e.conv().Status.HeldMessages)
+	}
+	if got := attr.Claim(uid, "two"); got != "injected:watcher" {
+		t.Fatalf("the released message is attributed to %q, want injected:watcher", got)
 	}
 
 	// The second turn cost $0.95 too; the rate drops to $1/h: $0.95 would take 57 minutes > 10 → paused.
