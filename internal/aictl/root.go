@@ -116,6 +116,7 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newMailCommand(g),
 		newBucketCommand(g),
 		newMonitorCommand(g),
+		newInfoCommand(g),
 	)
 	return root
 }

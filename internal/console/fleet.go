@@ -263,7 +263,7 @@ func (f fleetSupervisor) Memory() string {
 	if f.Info == nil {
 		return ""
 	}
-	return humanBytes(f.Info.Capacity.MemoryBytes)
+	return infowire.FormatBytes(f.Info.Capacity.MemoryBytes)
 }
 
 // Homes and Images are the disk use of agent homes and guest images ("" when not reported).
@@ -271,26 +271,12 @@ func (f fleetSupervisor) Homes() string {
 	if f.Info == nil || f.Info.Capacity.Disk == nil {
 		return ""
 	}
-	return humanBytes(f.Info.Capacity.Disk.HomesBytes)
+	return infowire.FormatBytes(f.Info.Capacity.Disk.HomesBytes)
 }
 
 func (f fleetSupervisor) Images() string {
 	if f.Info == nil || f.Info.Capacity.Disk == nil {
 		return ""
 	}
-	return humanBytes(f.Info.Capacity.Disk.ImagesBytes)
-}
-
-// humanBytes prints n in binary units ("1.5 GiB").
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return infowire.FormatBytes(f.Info.Capacity.Disk.ImagesBytes)
 }

@@ -245,11 +245,3 @@ func TestDescribePage(t *testing.T) {
 		t.Errorf("unknown supervisor: %d %s", code, body)
 	}
 }
-
-func TestHumanBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536 << 20: "1.5 GiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -3,7 +3,10 @@
 // clients (aictl, consoles) without pulling the server into them.
 package infowire
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Resource is the endpoint's last path segment under /apis/aicli.dev/v1alpha1.
 const Resource = "info"
@@ -83,4 +86,18 @@ type Image struct {
 	Harness string `json:"harness"`
 	// SizeBytes is the image's size on the engine (layers shared with other images counted in each).
 	SizeBytes int64 `json:"sizeBytes"`
+}
+
+// FormatBytes prints n in binary units ("1.5 GiB"), as the consoles and aictl show sizes.
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
