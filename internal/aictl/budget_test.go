@@ -1,29 +1,19 @@
 package aictl
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-
-	"aicli.dev/aicli/internal/aictl/aictltest"
 )
 
 // TestBudgetShowAndTopUp checks `aictl budget show|topup` call the agent's
 // budget subresources and print their answer.
 func TestBudgetShowAndTopUp(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var calls []string
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	server := fakeEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		calls = append(calls, r.Method+" "+r.URL.Path+" "+string(body))
@@ -35,23 +25,17 @@ func TestBudgetShowAndTopUp(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`{"agent":"a","usdPerHour":"2","burstUSD":"2","maxWaitSeconds":600,"availableUSD":"5.5",` +
 			`"asOf":"2026-12-01T12:00:00Z","spentUSD":"0.5","toppedUpUSD":"5"` + resumed + `}`))
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	run := func(args ...string) aictltest.Result {
-		return aictltest.Run(context.Background(), func(ctx context.Context, a []string, in io.Reader, out, errOut io.Writer) int {
-			return Run(ctx, a, IOStreams{In: in, Out: out, ErrOut: errOut})
-		}, "", append([]string{"--server", "unix://" + sock}, args...))
-	}
+	})
+	run := func(args ...string) result { return aictl(t, server, args...) }
 	r := run("budget", "show", "a", "-n", "team")
-	if r.Code != 0 || !strings.Contains(r.Out, "Available:   $5.5") || !strings.Contains(r.Out, "$2/h") {
+	if r.code != 0 || !strings.Contains(r.out, "Available:   $5.5") || !strings.Contains(r.out, "$2/h") {
 		t.Fatalf("budget show: %+v", r)
 	}
 	r = run("budget", "topup", "a", "--usd", "5", "--rate", "2")
-	if r.Code != 0 || !strings.Contains(r.Out, "Resumed:     conversation/a-x1") {
+	if r.code != 0 || !strings.Contains(r.out, "Resumed:     conversation/a-x1") {
 		t.Fatalf("budget topup: %+v", r)
 	}
-	if r := run("budget", "topup", "a"); r.Code == 0 || !strings.Contains(r.Err, "--usd") {
+	if r := run("budget", "topup", "a"); r.code == 0 || !strings.Contains(r.err, "--usd") {
 		t.Fatalf("topup without amounts: %+v", r)
 	}
 	mu.Lock()

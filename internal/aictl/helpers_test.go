@@ -3,6 +3,9 @@ package aictl
 import (
 	"context"
 	"io"
+	"net"
+	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -101,3 +104,18 @@ spec:
   harness: fake
   model: %s
 `
+
+// fakeEndpoint serves h on a unix socket (a stand-in for one supervisor
+// endpoint) and returns the --server address aictl reaches it at.
+func fakeEndpoint(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "unix://" + sock
+}

@@ -1,28 +1,17 @@
 package aictl
 
 import (
-	"context"
-	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"aicli.dev/aicli/internal/aictl/aictltest"
 )
 
 // TestInfoShowsTheSupervisorsCapacity checks `aictl info` reads the info
 // endpoint and prints identity, capacity and the containers, or the reply
 // as JSON; a refusal is a readable error.
 func TestInfoShowsTheSupervisorsCapacity(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	refuse := false
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	server := fakeEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path != "/apis/aicli.dev/v1alpha1/info" {
 			http.NotFound(w, r)
@@ -37,26 +26,20 @@ func TestInfoShowsTheSupervisorsCapacity(t *testing.T) {
 			"capacity":{"liveConversations":1,"cpuPercent":2.5,"memoryBytes":41943040,"sampledAt":"2026-12-06T02:02:00Z",
 			"containers":[{"name":"c1","namespace":"default","agent":"coder","conversation":"coder-x7k2p","cpuPercent":2.5,"memoryBytes":41943040}],
 			"disk":{"homesBytes":1048576,"imagesBytes":52428800,"measuredAt":"2026-12-06T02:02:00Z","images":[]}}}`))
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	run := func(args ...string) aictltest.Result {
-		return aictltest.Run(context.Background(), func(ctx context.Context, a []string, in io.Reader, out, errOut io.Writer) int {
-			return Run(ctx, a, IOStreams{In: in, Out: out, ErrOut: errOut})
-		}, "", append([]string{"--server", "unix://" + sock}, args...))
-	}
+	})
+	run := func(args ...string) result { return aictl(t, server, args...) }
 	r := run("info")
 	for _, want := range []string{"sup-1", "devel+abc", "up 1h2m0s", "Live conversations:   1", "CPU 2.5%, memory 40.0 MiB",
 		"homes 1.0 MiB, guest images 50.0 MiB", "coder-x7k2p"} {
-		if r.Code != 0 || !strings.Contains(r.Out, want) {
+		if r.code != 0 || !strings.Contains(r.out, want) {
 			t.Fatalf("info lacks %q: %+v", want, r)
 		}
 	}
-	if r = run("info", "-o", "json"); r.Code != 0 || !strings.Contains(r.Out, `"liveConversations": 1`) {
+	if r = run("info", "-o", "json"); r.code != 0 || !strings.Contains(r.out, `"liveConversations": 1`) {
 		t.Fatalf("info -o json: %+v", r)
 	}
 	refuse = true
-	if r = run("info"); r.Code == 0 || !strings.Contains(r.Err, "a bearer token is required") {
+	if r = run("info"); r.code == 0 || !strings.Contains(r.err, "a bearer token is required") {
 		t.Fatalf("refused info: %+v", r)
 	}
 }

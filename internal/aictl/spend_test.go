@@ -1,48 +1,31 @@
 package aictl
 
 import (
-	"context"
-	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-
-	"aicli.dev/aicli/internal/aictl/aictltest"
 )
 
 // TestSpendAsksTheSupervisor checks `aictl spend` calls the spend-history
 // endpoint (all namespaces, or the one given with -n) and prints its answer.
 func TestSpendAsksTheSupervisor(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var paths []string
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	server := fakeEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		paths = append(paths, r.URL.RequestURI())
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"days":[{"date":"2026-11-30","models":[{"model":"claude-sonnet-4-5","harness":"claude","uncachedInput":100,"cacheRead":10,"cacheWrite":5,"output":50,"costUSD":0.00108,"priced":true}]}],"unpricedModels":[],"unparseableFiles":0,"unparseableLines":0}`))
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	run := func(args ...string) aictltest.Result {
-		return aictltest.Run(context.Background(), func(ctx context.Context, a []string, in io.Reader, out, errOut io.Writer) int {
-			return Run(ctx, a, IOStreams{In: in, Out: out, ErrOut: errOut})
-		}, "", append([]string{"--server", "unix://" + sock}, args...))
-	}
+	})
+	run := func(args ...string) result { return aictl(t, server, args...) }
 	r := run("spend", "--since", "2026-11-01", "-o", "json")
-	if r.Code != 0 || !strings.Contains(r.Out, `"uncachedInput":100`) && !strings.Contains(r.Out, `"uncachedInput": 100`) {
+	if r.code != 0 || !strings.Contains(r.out, `"uncachedInput":100`) && !strings.Contains(r.out, `"uncachedInput": 100`) {
 		t.Fatalf("spend -o json: %+v", r)
 	}
 	r = run("spend", "-n", "team-a", "--since", "2026-11-01")
-	if r.Code != 0 || !strings.Contains(r.Out, "2026-11-30") {
+	if r.code != 0 || !strings.Contains(r.out, "2026-11-30") {
 		t.Fatalf("spend table: %+v", r)
 	}
 	mu.Lock()
