@@ -20,14 +20,15 @@ type Held struct {
 	Text    string
 }
 
-// A held value is the message text as it was (spoken by a human), or
-// heldAttributed, the speaker, heldAttributed and the text for any other
-// speaker. Sent text never contains a NUL (the guest refuses it).
+// A held value is heldAttributed, the speaker, heldAttributed and the text.
+// Every value is written so; a value without the leading NUL was written
+// before held messages kept their speaker and is a human's text. The speaker
+// ends at the first NUL after it, so no text can pose as another speaker.
 const heldAttributed = "\x00"
 
 func encodeHeld(speaker, text string) []byte {
-	if speaker == "" || speaker == transcriptwire.SpeakerHuman {
-		return []byte(text)
+	if speaker == "" {
+		speaker = transcriptwire.SpeakerHuman
 	}
 	return []byte(heldAttributed + speaker + heldAttributed + text)
 }
