@@ -123,7 +123,7 @@ func (s *Server) buildAgent(ctx context.Context, f *newAgentForm) (newAgent, err
 	switch {
 	case f.Name == "":
 		return newAgent{}, badRequest("Name: give the agent a name (lower-case letters, digits and dashes)")
-	case len(f.Name) > 63 || !dnsLabel.MatchString(f.Name):
+	case !isName(f.Name):
 		return newAgent{}, badRequest("Name: %q is not a valid name: use at most 63 lower-case letters, digits and dashes, "+
 			"starting and ending with a letter or digit", f.Name)
 	}

@@ -135,9 +135,7 @@ type DownSupervisor struct{ Name, Err string }
 // page returns the Page of a request in section (manage or user).
 func (s *Server) page(r *http.Request, section, nav, title string, data any) *Page {
 	p := &Page{Title: title, Section: section, Nav: nav, Bundle: web.BundleBuilt(), Data: data}
-	if sess := auth.FromContext(r.Context()); sess != nil {
-		p.CSRF = sess.CSRF
-	}
+	p.CSRF = csrfOf(r)
 	for _, sup := range s.Fleet.Supervisors {
 		if h := sup.Health(); !h.Up && !h.Checked.IsZero() {
 			p.Down = append(p.Down, DownSupervisor{Name: sup.Name, Err: h.Err})

@@ -110,19 +110,13 @@ type fleetSnapshot struct {
 // down or fails gets Err and does not hold the others.
 func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnapshot {
 	out := make([]fleetSnapshot, len(s.Fleet.Supervisors))
-	lists := map[string][]Listed{}
-	var mu sync.Mutex
+	var agents, convs []Listed
 	var wg sync.WaitGroup
-	for _, res := range []string{"agents", "conversations"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := s.listAll(ctx, res, "")
-			mu.Lock()
-			lists[res] = l
-			mu.Unlock()
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		agents, convs = s.listAgentsAndConversations(ctx)
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -143,9 +137,9 @@ func (s *Server) fleetSnapshots(ctx context.Context, withInfo bool) []fleetSnaps
 	wg.Wait()
 	for i := range out {
 		out[i].Supervisor = s.Fleet.Supervisors[i]
-		agents, convs := lists["agents"][i], lists["conversations"][i]
-		out[i].Agents, out[i].Conversations = agents.Items, convs.Items
-		out[i].Err = cmp.Or(agents.Err, convs.Err)
+		a, c := agents[i], convs[i]
+		out[i].Agents, out[i].Conversations = a.Items, c.Items
+		out[i].Err = cmp.Or(a.Err, c.Err)
 	}
 	return out
 }

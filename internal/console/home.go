@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"sort"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -41,12 +40,7 @@ func (s *Server) userAgentsTable(w http.ResponseWriter, r *http.Request) {
 // myAgents lists the agents of every supervisor with the state of their
 // live (or latest) conversation and their unread mail.
 func (s *Server) myAgents(ctx context.Context) userHomeData {
-	var agents, convs []Listed
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); agents = s.listAll(ctx, "agents", "") }()
-	go func() { defer wg.Done(); convs = s.listAll(ctx, "conversations", "") }()
-	wg.Wait()
+	agents, convs := s.listAgentsAndConversations(ctx)
 
 	var d userHomeData
 	// The conversation each agent shows: its live one, else its newest.

@@ -20,6 +20,17 @@ type Listed struct {
 	Err error
 }
 
+// listAgentsAndConversations lists agents and conversations on every
+// supervisor, both at once (listAll each).
+func (s *Server) listAgentsAndConversations(ctx context.Context) (agents, convs []Listed) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); agents = s.listAll(ctx, "agents", "") }()
+	go func() { defer wg.Done(); convs = s.listAll(ctx, "conversations", "") }()
+	wg.Wait()
+	return agents, convs
+}
+
 // listTimeout bounds one supervisor's list: a slow one cannot hold a page.
 const listTimeout = 5 * time.Second
 

@@ -33,16 +33,22 @@ func accept(w http.ResponseWriter, r *http.Request) (*wsConn, error) {
 	return &wsConn{c: c}, nil
 }
 
+// send writes v as one JSON text message.
 func (c *wsConn) send(ctx context.Context, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	return c.write(ctx, websocket.MessageText, raw)
+}
+
+// write writes one message, bounded so a stalled page cannot hold a relay.
+func (c *wsConn) write(ctx context.Context, typ websocket.MessageType, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return c.c.Write(ctx, websocket.MessageText, raw)
+	return c.c.Write(ctx, typ, data)
 }
 
 // closeWith ends the stream, telling the page why when err is set.
@@ -77,8 +83,8 @@ type WatchEvent struct {
 	Name       string `json:"name,omitempty"`
 }
 
-var watchable = map[string]bool{"agents": true, "conversations": true, "monitorattachments": true, "grants": true,
-	"mcpservers": true, "secrets": false}
+// watchable are the resources a page may follow.
+var watchable = map[string]bool{"agents": true, "conversations": true, "monitorattachments": true, "grants": true}
 
 // watchStream relays the watch of one resource (all namespaces unless
 // namespace is set) of one supervisor, or of every configured supervisor:
@@ -234,10 +240,7 @@ func relayOutput(ctx context.Context, up *websocket.Conn, page *wsConn) string {
 		if typ != websocket.MessageBinary {
 			continue
 		}
-		page.mu.Lock()
-		err = page.c.Write(ctx, websocket.MessageBinary, data)
-		page.mu.Unlock()
-		if err != nil {
+		if page.write(ctx, websocket.MessageBinary, data) != nil {
 			return "page gone"
 		}
 	}

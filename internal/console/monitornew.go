@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/client"
@@ -27,7 +27,7 @@ type monitorForm struct {
 	// Targets are the agents to choose from, grouped by supervisor.
 	Targets []targetGroup
 	// Harnesses are the CLIs a monitor may run.
-	Harnesses []string
+	Harnesses []harnessOption
 	// Error is the form's error (from the supervisor, or not tied to a field);
 	// FieldErrors are keyed by the field's name.
 	Error       string
@@ -45,11 +45,8 @@ type targetOption struct {
 	Value, Label string
 }
 
-var harnesses = []string{string(v1alpha1.HarnessClaude), string(v1alpha1.HarnessCodex), string(v1alpha1.HarnessGemini),
-	string(v1alpha1.HarnessOpenCode), string(v1alpha1.HarnessFake)}
-
-// dnsLabel is the API's pattern for agent and conversation names.
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+// isName reports whether s is a valid agent or conversation name (a DNS-1123 label, as the API requires).
+func isName(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
 
 // monitorNewPage shows the attach-monitor form (GET /manage/monitors/new
 // [?target=sup/ns/agent]). Choosing another target re-renders it with that
@@ -125,7 +122,7 @@ func splitTarget(t string) (sup, ns, agent string, err error) {
 }
 
 func (s *Server) renderMonitorForm(w http.ResponseWriter, r *http.Request, status int, f *monitorForm) {
-	f.CSRF, f.Harnesses = csrfOf(r), harnesses
+	f.CSRF, f.Harnesses = csrfOf(r), harnessOptions
 	for _, l := range s.listAll(r.Context(), "agents", "") {
 		g := targetGroup{Supervisor: l.Supervisor.Name}
 		if l.Err != nil {
@@ -212,10 +209,10 @@ func (f *monitorForm) request() (req client.MonitorRequest, sup, ns string) {
 	}
 	req = client.MonitorRequest{Name: f.Name, Target: agent, Conversation: f.Conversation,
 		CaseSensitive: f.CaseSensitive, Harness: f.Harness, Model: f.Model, WatchOnly: f.WatchOnly}
-	if !dnsLabel.MatchString(f.Name) || len(f.Name) > 63 {
+	if !isName(f.Name) {
 		f.FieldErrors["name"] = "a name is lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
 	}
-	if f.Conversation != "" && !dnsLabel.MatchString(f.Conversation) {
+	if f.Conversation != "" && !isName(f.Conversation) {
 		f.FieldErrors["conversation"] = "not a conversation name: leave it empty to watch every conversation of the target"
 	}
 	if strings.TrimSpace(f.Keywords) == "" {

@@ -50,9 +50,8 @@ type Fleet struct {
 	// Interval is the period of the health checks (default 5s).
 	Interval time.Duration
 
-	changed chan struct{}
-	mu      sync.Mutex
-	subs    map[chan struct{}]bool
+	mu   sync.Mutex
+	subs map[chan struct{}]bool
 }
 
 // New opens a client per configured supervisor.
