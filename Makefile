@@ -46,8 +46,9 @@ vet: ## Run go vet on every package, e2e and the real-CLI tier included.
 	go vet -tags 'e2e realcli' ./e2e/...
 
 .PHONY: lint
-lint: vet ## gofmt check, vet, and import boundaries (aictl links no server code; apis/ imports only apimachinery).
+lint: vet ## gofmt check, vet, go.mod tidy, and import boundaries (aictl links no server code; apis/ imports only apimachinery).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1; }
 	go run ./hack/checkdeps
 
 .PHONY: test
