@@ -46,7 +46,11 @@ func (r *ConversationReconciler) reconcileTools(ctx context.Context, s *convScop
 	if err := r.Client.List(ctx, s.conv.Namespace, &list, nil); err != nil {
 		return reconcile.Result{}, err
 	}
-	tools, _ := grants.Effective(list.Items, s.agent.Name)
+	var classes v1alpha1.ToolClassList
+	if err := r.Client.List(ctx, "", &classes, nil); err != nil {
+		return reconcile.Result{}, err
+	}
+	tools, _, _ := grants.Effective(list.Items, grants.ClassIndex(classes.Items), s.agent.Name)
 	var atts v1alpha1.MonitorAttachmentList
 	if err := r.Client.List(ctx, s.conv.Namespace, &atts, nil); err != nil {
 		return reconcile.Result{}, err
@@ -138,6 +142,22 @@ func (r *ConversationReconciler) reconcileLease(ctx context.Context, s *convScop
 // conversationsOfGrantSubjects maps a changed grant to the conversations of
 // its subject and of the subjects of grants delegated from it (tools mounted
 // and capabilities re-minted at once).
+// conversationsOfClass maps a changed ToolClass to the conversations of the
+// agents holding a grant that names it.
+func conversationsOfClass(c *storeclient.Client) MapFunc {
+	subjects := conversationsOfGrantSubjects(c)
+	return func(ctx context.Context, obj *unstructured.Unstructured) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, g := range grantsNamingClass(ctx, c, obj.GetName()) {
+			u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"subject": g.Spec.Subject}}}
+			u.SetNamespace(g.Namespace)
+			u.SetName(g.Name)
+			reqs = append(reqs, subjects(ctx, u)...)
+		}
+		return reqs
+	}
+}
+
 func conversationsOfGrantSubjects(c *storeclient.Client) MapFunc {
 	agents := conversationsOfAgent(c)
 	return func(ctx context.Context, obj *unstructured.Unstructured) []reconcile.Request {

@@ -32,9 +32,13 @@ func (p *holdingPTY) SetCapabilities(_ context.Context, caps ptyapi.Capabilities
 	return nil
 }
 
+// echoClass is the ToolClass every greetGrant's tool names.
+const echoClass = `{"apiVersion":"aicli.dev/v1alpha1","kind":"ToolClass","metadata":{"name":"echo"},` +
+	`"spec":{"backend":{"exec":{"command":"/bin/echo"}}}}`
+
 func greetGrant(name, tool string) string {
 	return `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"` + name + `"},"spec":{"subject":"a","tools":[` +
-		`{"name":"` + tool + `","usage":"` + tool + ` NAME — greets NAME","backend":{"exec":{"command":"/bin/echo"}}}]}}`
+		`{"name":"` + tool + `","usage":"` + tool + ` NAME — greets NAME","className":"echo"}]}}`
 }
 
 func withTools(t *testing.T, e *phaseEnv) (*holdingPTY, *authority.Manager) {
@@ -52,6 +56,7 @@ func withTools(t *testing.T, e *phaseEnv) (*holdingPTY, *authority.Manager) {
 	m := &authority.Manager{Keys: keys, TTL: time.Minute}
 	t.Cleanup(m.Close)
 	e.r.ToolBinary, e.r.Leases = bin, m
+	e.h.create("toolclasses", echoClass)
 	return pty, m
 }
 
@@ -125,6 +130,7 @@ func TestPhaseTools(t *testing.T) {
 
 func TestPhaseToolsWithoutBinaryWaits(t *testing.T) {
 	e := newPhaseEnv(t, nil)
+	e.h.create("toolclasses", echoClass)
 	e.h.create("agents", fakeAgentJSON)
 	e.h.create("grants", greetGrant("g1", "greet"))
 	e.h.create("conversations", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Conversation","metadata":{"name":"c"},"spec":{"agentRef":"a","desiredState":"Active"}}`)

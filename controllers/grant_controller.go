@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,8 +39,9 @@ type GrantReconciler struct {
 const leaseRecheckSlack = 250 * time.Millisecond
 
 type grantScope struct {
-	grant *v1alpha1.Grant
-	all   []v1alpha1.Grant
+	grant   *v1alpha1.Grant
+	all     []v1alpha1.Grant
+	classes map[string]*v1alpha1.ToolClass
 }
 
 func (r *GrantReconciler) phases() []phase[*grantScope] {
@@ -73,6 +75,10 @@ func (r *GrantReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.Client.List(ctx, g.Namespace, &list, nil); err != nil {
 		return reconcile.Result{}, err
 	}
+	var classes v1alpha1.ToolClassList
+	if err := r.Client.List(ctx, "", &classes, nil); err != nil {
+		return reconcile.Result{}, err
+	}
 	before := g.Status.DeepCopy()
 	var out phaseOutcome
 	defer func() {
@@ -84,7 +90,7 @@ func (r *GrantReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		now := r.now()
 		g.Status.RevokedAt = &now
 	}
-	out = runPhases(ctx, &grantScope{grant: g, all: list.Items}, &g.Status.Conditions, g.Generation, false, r.phases())
+	out = runPhases(ctx, &grantScope{grant: g, all: list.Items, classes: grants.ClassIndex(classes.Items)}, &g.Status.Conditions, g.Generation, false, r.phases())
 	return out.result, out.err
 }
 
@@ -110,13 +116,25 @@ func (r *GrantReconciler) reconcileReferences(ctx context.Context, s *grantScope
 	return reconcile.Result{}, nil
 }
 
-// reconcileTools reports tools an older grant of the same subject already holds.
+// reconcileTools reports tools that do not resolve onto their ToolClass
+// (missing, not admitting the namespace, narrower than the grant, or a tool
+// still defining its own backend) and tools an older grant of the same
+// subject already holds. Either stalls: the subject runs without those tools.
 func (r *GrantReconciler) reconcileTools(_ context.Context, s *grantScope) (reconcile.Result, error) {
 	g := s.grant
 	if errs := grants.Validate(&g.Spec); len(errs) > 0 {
-		return reconcile.Result{}, stalled(v1alpha1.ReasonInvalidSpec, "%s", errs.ToAggregate().Error())
+		reason := v1alpha1.ReasonInvalidSpec
+		if strings.Contains(errs.ToAggregate().Error(), grants.InlineBackendMessage) {
+			reason = v1alpha1.ReasonInlineBackend
+		}
+		return reconcile.Result{}, stalled(reason, "%s", errs.ToAggregate().Error())
 	}
-	_, conflicts := grants.Effective(s.all, g.Spec.Subject)
+	_, conflicts, unresolved := grants.Effective(s.all, s.classes, g.Spec.Subject)
+	for _, u := range unresolved {
+		if u.Grant == g.Name {
+			return reconcile.Result{}, stalled(u.Reason, "spec.tools: %s; the agent runs without it", u.Message)
+		}
+	}
 	var lost []string
 	for _, c := range conflicts {
 		for _, l := range c.Losers {
@@ -214,6 +232,33 @@ func grantsOfSubject(c *storeclient.Client) MapFunc {
 		}
 		return reqs
 	}
+}
+
+// grantsOfClass maps a changed ToolClass to the grants, in every namespace,
+// whose tools name it.
+func grantsOfClass(c *storeclient.Client) MapFunc {
+	return func(ctx context.Context, obj *unstructured.Unstructured) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, g := range grantsNamingClass(ctx, c, obj.GetName()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
+		}
+		return reqs
+	}
+}
+
+// grantsNamingClass lists the grants, in every namespace, with a tool of class.
+func grantsNamingClass(ctx context.Context, c *storeclient.Client, class string) []v1alpha1.Grant {
+	var list v1alpha1.GrantList
+	if err := c.List(ctx, "", &list, nil); err != nil {
+		return nil
+	}
+	var out []v1alpha1.Grant
+	for _, g := range list.Items {
+		if slices.ContainsFunc(g.Spec.Tools, func(t v1alpha1.ToolGrant) bool { return t.ClassName == class }) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // grantsOfSameSubject maps a changed grant to the other grants of its

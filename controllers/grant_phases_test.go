@@ -40,6 +40,7 @@ func newGrantEnv(t *testing.T) *grantEnv {
 	e := &grantEnv{t: t, h: &harness{t: t, store: st, client: storeclient.New(st), dir: dir}, leases: heldLeases{}}
 	e.r = &GrantReconciler{Client: e.h.client, Leases: e.leases,
 		Now: func() metav1.Time { return metav1.NewTime(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)) }}
+	e.h.create("toolclasses", echoClass)
 	return e
 }
 
@@ -134,9 +135,9 @@ func TestGrantDelegationWiderThanParentIsRevoked(t *testing.T) {
 	e.h.create("agents", fakeAgentJSON)
 	e.h.create("agents", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"b"},"spec":{"harness":"fake"}}`)
 	e.h.create("grants", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"p"},"spec":{"subject":"a","tools":[`+
-		`{"name":"greet","backend":{"exec":{"command":"/bin/echo"}},"attenuation":{"maxCallsPerHour":5}}]}}`)
+		`{"name":"greet","className":"echo","attenuation":{"maxCallsPerHour":5}}]}}`)
 	e.h.create("grants", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"d"},"spec":{"subject":"b","delegation":{"parent":"p","by":"a"},"tools":[`+
-		`{"name":"greet","backend":{"exec":{"command":"/bin/echo"}},"attenuation":{"maxCallsPerHour":50}}]}}`)
+		`{"name":"greet","className":"echo","attenuation":{"maxCallsPerHour":50}}]}}`)
 	e.reconcile("d")
 	e.want("d", v1alpha1.ConditionReferencesResolved, metav1.ConditionFalse, v1alpha1.ReasonParentRevoked, "maxCallsPerHour 50 exceeds the parent's 5")
 }

@@ -142,6 +142,7 @@ func Start(ctx context.Context, opts Options) error {
 			// conversations.
 			extra = []source.Source{convSource, StoreSource(opts.Store, "agents", log, conversationsOfAgent(c)),
 				StoreSource(opts.Store, "grants", log, conversationsOfGrantSubjects(c)),
+				StoreSource(opts.Store, "toolclasses", log, conversationsOfClass(c)),
 				// The built-ins an attachment mounts depend on its spec alone.
 				FilteredStoreSource(opts.Store, "monitorattachments", log, watchfilter.SameSpec, conversationsOfMonitor(c))}
 		case s.name == "agent":
@@ -157,7 +158,8 @@ func Start(ctx context.Context, opts Options) error {
 				}))}
 		case s.name == "grant":
 			// Leases taken and lost, and subjects appearing or going.
-			extra = []source.Source{grantSource, StoreSource(opts.Store, "agents", log, grantsOfSubject(c))}
+			extra = []source.Source{grantSource, StoreSource(opts.Store, "agents", log, grantsOfSubject(c)),
+				StoreSource(opts.Store, "toolclasses", log, grantsOfClass(c))}
 		}
 		for _, src := range extra {
 			if err := ctrl.Watch(src); err != nil {

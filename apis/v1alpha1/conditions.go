@@ -128,6 +128,15 @@ const (
 	ReasonRevoked = "Revoked"
 	// ReasonParentRevoked: the grant a delegated grant narrows is gone or narrower.
 	ReasonParentRevoked = "ParentRevoked"
+	// ReasonInlineBackend: a grant's tool defines its own host-side backend,
+	// secrets or cost, which only a ToolClass may; the tool is not mounted.
+	ReasonInlineBackend = "InlineBackend"
+	// ReasonClassNotFound: a grant's tool names a ToolClass that does not exist.
+	ReasonClassNotFound = "ClassNotFound"
+	// ReasonClassNotAllowed: the named ToolClass does not admit the grant's namespace.
+	ReasonClassNotAllowed = "ClassNotAllowed"
+	// ReasonWiderThanClass: a grant's tool asks for more than its ToolClass gives.
+	ReasonWiderThanClass = "WiderThanClass"
 )
 
 // Condition reasons of the budget (docs/budget.md).

@@ -12,6 +12,13 @@ type SecretRef struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+	// namespace holds the secret. Empty means the namespace of the Grant that
+	// uses the tool, so each tenant supplies its own value; a secret tenants
+	// must not set belongs in a namespace only cluster admins write.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 	// env is the variable an exec backend receives the secret in.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
@@ -30,12 +37,14 @@ type SecretRef struct {
 
 // ExecBackend runs a tool as a host-side command.
 type ExecBackend struct {
-	// command is the executable run on the supervisor host.
+	// command is the executable run on the supervisor host: an absolute path.
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Command string `json:"command"`
 	// args are passed before the caller's arguments.
 	// +optional
+	// +kubebuilder:validation:MaxItems=64
 	Args []string `json:"args,omitempty"`
 }
 
@@ -44,6 +53,7 @@ type HTTPBackend struct {
 	// url is called with the tool invocation as JSON.
 	// +required
 	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
 	// method is the HTTP method.
 	// +optional
@@ -66,6 +76,7 @@ type ToolBackend struct {
 type Attenuation struct {
 	// pinnedParams fixes tool parameters the agent cannot override.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=32
 	PinnedParams map[string]string `json:"pinnedParams,omitempty"`
 	// maxCallsPerHour caps invocations.
 	// +optional
@@ -77,34 +88,53 @@ type Attenuation struct {
 }
 
 // ToolGrant grants one tool, mounted into the container as a CLI executable.
+// What runs on the host is the named ToolClass, which only cluster admins
+// write; the grant may only narrow it.
 type ToolGrant struct {
 	// name is the executable name the CLI runs.
 	// +required
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][-a-z0-9_.]*$`
 	// +kubebuilder:validation:MaxLength=64
 	Name string `json:"name"`
-	// backend executes the tool on the supervisor host.
-	// +required
-	Backend ToolBackend `json:"backend"`
-	// usage is the one-line usage the CLI is told (instruction file, --help).
+	// className names the ToolClass (cluster-scoped) that runs the tool on the
+	// supervisor host. The class must list the grant's namespace, or no
+	// namespace at all.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	ClassName string `json:"className,omitempty"`
+	// backend is no longer accepted in a Grant: host-side backends live in a
+	// ToolClass. Admission refuses a grant that sets it; a stored grant that
+	// still carries one is Stalled and its tool is not mounted.
+	// +optional
+	Backend *ToolBackend `json:"backend,omitempty"`
+	// usage is the one-line usage the CLI is told (instruction file, --help);
+	// empty means the class's.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Usage string `json:"usage,omitempty"`
-	// secretRefs are handed to the backend, never to the container.
+	// secretRefs is no longer accepted in a Grant: a ToolClass names its secrets.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	SecretRefs []SecretRef `json:"secretRefs,omitempty"`
-	// timeoutSeconds bounds one call; the backend is killed when it passes.
+	// timeoutSeconds bounds one call, at most the class's; empty means the class's.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
-	// +kubebuilder:default=30
 	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
-	// costUSD is charged to the agent's budget per call, as a decimal string.
+	// costUSD is no longer accepted in a Grant: a ToolClass sets the cost per call.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]{1,6})?$`
 	CostUSD string `json:"costUSD,omitempty"`
-	// attenuation narrows this tool's capability.
+	// parameters narrows the class's parameters: the only `--NAME=VALUE`
+	// options a caller may pass (a subset of the class's, when it declares any).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][-A-Za-z0-9_.]*$`
+	// +kubebuilder:validation:items:MaxLength=64
+	Parameters []string `json:"parameters,omitempty"`
+	// attenuation narrows this tool's capability further than the class's.
 	// +optional
 	Attenuation *Attenuation `json:"attenuation,omitempty"`
 }

@@ -22,6 +22,8 @@ func AddToScheme(s *runtime.Scheme) error {
 		&Conversation{}, &ConversationList{},
 		&Grant{}, &GrantList{},
 		&MonitorAttachment{}, &MonitorAttachmentList{},
+		&ToolClass{}, &ToolClassList{},
+		&NamespacePolicy{}, &NamespacePolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

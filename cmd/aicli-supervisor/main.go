@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"aicli.dev/aicli/internal/capability"
+	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/secrets"
 	"aicli.dev/aicli/internal/secrets/secretwire"
@@ -96,17 +97,22 @@ func newLogger(format, level string) (*slog.Logger, error) {
 
 func newTokenCommand() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage bearer tokens of the TCP API"}
-	var dataDir, file, name string
+	var dataDir, file, name, role string
 	var namespaces []string
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "Create a token bound to namespaces and print it once",
+		Short: "Create a token bound to namespaces, with a role, and print it once",
+		Long: "Create a bearer token of the TCP API and print it once (only its SHA-256 is stored).\n\n" +
+			"Roles (docs/security.md#roles): view reads; edit also writes Agents, Conversations, Grants and\n" +
+			"MonitorAttachments and uses their subresources (send, attach, start, mail, rearm, recall); admin also\n" +
+			"writes the namespace's Secrets; cluster-admin (with --namespace '*') may do anything, ToolClasses and\n" +
+			"NamespacePolicies included, like the unix socket's owner.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				file = layout.Dir(dataDir).Tokens()
 			}
-			raw, err := supervisor.CreateToken(file, name, namespaces)
+			raw, err := supervisor.CreateToken(file, name, namespaces, role)
 			if err != nil {
 				return err
 			}
@@ -119,6 +125,7 @@ func newTokenCommand() *cobra.Command {
 	create.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
 	create.Flags().StringVar(&name, "name", "", "who holds the token")
 	create.Flags().StringSliceVar(&namespaces, "namespace", nil, "namespace the token may touch (repeatable; \"*\" for all)")
+	create.Flags().StringVar(&role, "role", string(apiserver.RoleEdit), "view, edit, admin, or cluster-admin (with --namespace '*')")
 	token.AddCommand(create)
 	return token
 }

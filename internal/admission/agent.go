@@ -13,17 +13,31 @@ import (
 
 // Agents admits Agent writes the schema cannot judge alone: the label
 // selectors of spec.peers must parse (an invalid one would silently allow
-// nobody).
-type Agents struct{}
+// nobody), and a namespace-bound writer may only set the image, provider
+// endpoint and egress domains its NamespacePolicies allow.
+type Agents struct {
+	Store Lister
+}
 
-// Stateless marks Agents as reading nothing but the object: agent writes are not serialised.
-func (Agents) Stateless() {}
+// Stateless marks agent writes as not serialised: the policies it reads are
+// not changed by agent writes, so no two agent writes can race on them.
+func (*Agents) Stateless() {}
 
 var agentGK = v1alpha1.GroupVersion.WithKind("Agent").GroupKind()
 
 // Admit implements apiserver.Admitter.
-func (Agents) Admit(_ context.Context, _ apiserver.Operation, _, obj *unstructured.Unstructured) error {
-	return validateAs(obj, agentGK, func(a *v1alpha1.Agent) field.ErrorList { return validatePeers(a.Spec.Peers) })
+func (a *Agents) Admit(ctx context.Context, _ apiserver.Operation, old, obj *unstructured.Unstructured) error {
+	allowed, err := bounded(ctx, a.Store, obj.GetNamespace())
+	if err != nil {
+		return err
+	}
+	before, err := decodeOld[v1alpha1.Agent](old)
+	if err != nil {
+		return err
+	}
+	return validateAs(obj, agentGK, func(ag *v1alpha1.Agent) field.ErrorList {
+		return append(validatePeers(ag.Spec.Peers), agentPolicy(allowed, ag, before)...)
+	})
 }
 
 func validatePeers(p *v1alpha1.PeerPolicy) field.ErrorList {

@@ -32,7 +32,7 @@ func TestAgentPeerSelectorsMustParse(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
 				t.Fatal(err)
 			}
-			err := Agents{}.Admit(context.Background(), apiserver.OpCreate, nil, obj)
+			err := (&Agents{}).Admit(context.Background(), apiserver.OpCreate, nil, obj)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

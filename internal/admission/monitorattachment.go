@@ -14,17 +14,28 @@ import (
 // MonitorAttachments admits MonitorAttachment writes whose trigger the schema
 // cannot judge alone (match.Validate): a whitespace-only or duplicate keyword,
 // an empty list or keyword when the schema's defaults are bypassed. Each error
-// names its field under spec.trigger.
-type MonitorAttachments struct{}
+// names its field under spec.trigger. A namespace-bound writer may only name a
+// remote supervisor its NamespacePolicies allow.
+type MonitorAttachments struct {
+	Store Lister
+}
 
-// Stateless marks MonitorAttachments as reading nothing but the object.
-func (MonitorAttachments) Stateless() {}
+// Stateless marks attachment writes as not serialised (see Agents.Stateless).
+func (*MonitorAttachments) Stateless() {}
 
 var monitorAttachmentGK = v1alpha1.GroupVersion.WithKind("MonitorAttachment").GroupKind()
 
 // Admit implements apiserver.Admitter.
-func (MonitorAttachments) Admit(_ context.Context, _ apiserver.Operation, _, obj *unstructured.Unstructured) error {
+func (m *MonitorAttachments) Admit(ctx context.Context, _ apiserver.Operation, old, obj *unstructured.Unstructured) error {
+	allowed, err := bounded(ctx, m.Store, obj.GetNamespace())
+	if err != nil {
+		return err
+	}
+	before, err := decodeOld[v1alpha1.MonitorAttachment](old)
+	if err != nil {
+		return err
+	}
 	return validateAs(obj, monitorAttachmentGK, func(a *v1alpha1.MonitorAttachment) field.ErrorList {
-		return match.Validate(a.Spec.Trigger)
+		return append(match.Validate(a.Spec.Trigger), monitorPolicy(allowed, a, before)...)
 	})
 }

@@ -34,7 +34,7 @@ func TestMonitorAttachmentTriggerMustBeUsable(t *testing.T) {
 				if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
 					t.Fatal(err)
 				}
-				err := MonitorAttachments{}.Admit(context.Background(), op, obj.DeepCopy(), obj)
+				err := (&MonitorAttachments{}).Admit(context.Background(), op, obj.DeepCopy(), obj)
 				if tc.want == nil {
 					if err != nil {
 						t.Fatalf("refused: %v", err)

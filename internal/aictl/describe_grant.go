@@ -31,10 +31,14 @@ func describeGrant(w io.Writer, obj *unstructured.Unstructured, history []client
 	if len(g.Spec.Tools) == 0 {
 		fmt.Fprintln(w, "  <none>")
 	} else {
-		writeRow(tw, []string{"  NAME", "BACKEND", "USAGE", "TIMEOUT", "COST", "PINS", "CALLS/HOUR"})
+		writeRow(tw, []string{"  NAME", "CLASS", "USAGE", "TIMEOUT", "PARAMETERS", "PINS", "CALLS/HOUR"})
 		for _, t := range g.Spec.Tools {
-			writeRow(tw, []string{"  " + t.Name, backendOf(t.Backend), orNone(t.Usage), timeoutOf(t),
-				orNone(t.CostUSD), orNone(pinsOf(g.Spec.Attenuation, t.Attenuation)), callsPerHour(g.Spec.Attenuation, t.Attenuation)})
+			class := orNone(t.ClassName)
+			if t.Backend != nil {
+				class = "<inline backend: refused, see conditions>"
+			}
+			writeRow(tw, []string{"  " + t.Name, class, orNone(t.Usage), timeoutOf(t), orNone(strings.Join(t.Parameters, ",")),
+				orNone(pinsOf(g.Spec.Attenuation, t.Attenuation)), callsPerHour(g.Spec.Attenuation, t.Attenuation)})
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -80,24 +84,9 @@ func describeGrant(w io.Writer, obj *unstructured.Unstructured, history []client
 	return tw.Flush()
 }
 
-// backendOf names a tool's backend: its kind and what it runs or calls.
-func backendOf(b v1alpha1.ToolBackend) string {
-	switch {
-	case b.Exec != nil:
-		return "exec " + b.Exec.Command
-	case b.HTTP != nil:
-		method := b.HTTP.Method
-		if method == "" {
-			method = "POST"
-		}
-		return "http " + method + " " + b.HTTP.URL
-	}
-	return "<none>"
-}
-
 func timeoutOf(t v1alpha1.ToolGrant) string {
 	if t.TimeoutSeconds == 0 {
-		return "<default>"
+		return "<class>"
 	}
 	return (time.Duration(t.TimeoutSeconds) * time.Second).String()
 }

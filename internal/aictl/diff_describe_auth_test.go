@@ -143,7 +143,8 @@ func TestAPIResources(t *testing.T) {
 	r := aictl(t, srv.URL, "api-resources")
 	wantCode(t, r, 0)
 	rows := cells(r.out)
-	if len(rows) != 5 || strings.Join(rows[1], ",") != "agents,ag,aicli.dev/v1alpha1,true,Agent" {
+	if len(rows) != 7 || strings.Join(rows[1], ",") != "agents,ag,aicli.dev/v1alpha1,true,Agent" ||
+		strings.Join(rows[6], ",") != "toolclasses,tc,aicli.dev/v1alpha1,false,ToolClass" {
 		t.Fatalf("api-resources:\n%s", r.out)
 	}
 }

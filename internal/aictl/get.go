@@ -116,14 +116,14 @@ func (o *getOptions) run(ctx context.Context, g *globalOptions, cl *client.Clien
 		return fmt.Errorf("unknown output format %q: allowed formats are wide, yaml, json, name", o.output)
 	}
 	ns := g.ns()
-	if o.allNS {
+	if o.allNS || !res.Namespaced {
 		ns = ""
 	}
 	out := g.streams.Out
 	var table *tablePrinter
 	if o.output == "" || o.output == "wide" {
 		var err error
-		if table, err = newTablePrinter(res, o.output == "wide", o.allNS); err != nil {
+		if table, err = newTablePrinter(res, o.output == "wide", o.allNS && res.Namespaced); err != nil {
 			return err
 		}
 	}
@@ -132,7 +132,7 @@ func (o *getOptions) run(ctx context.Context, g *globalOptions, cl *client.Clien
 	var listRV string
 	var errs []error
 	if len(targets) > 0 {
-		if o.allNS {
+		if o.allNS && res.Namespaced {
 			return errors.New("a resource cannot be retrieved by name across all namespaces")
 		}
 		for _, t := range targets {

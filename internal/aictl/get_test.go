@@ -235,7 +235,7 @@ func TestShellCompletion(t *testing.T) {
 	wantCode(t, aictl(t, srv.URL, "apply", "-f", "../../config/samples"), 0)
 	r := aictl(t, srv.URL, "__complete", "get", "")
 	wantCode(t, r, 0)
-	if !strings.HasPrefix(r.out, "agents\nconversations\ngrants\nmonitorattachments\n:4\n") {
+	if !strings.HasPrefix(r.out, "agents\nconversations\ngrants\nmonitorattachments\nnamespacepolicies\ntoolclasses\n:4\n") {
 		t.Fatalf("kinds:\n%s", r.out)
 	}
 	r = aictl(t, srv.URL, "__complete", "describe", "ag", "re")

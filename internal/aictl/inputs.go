@@ -157,10 +157,14 @@ func resolveKind(obj *unstructured.Unstructured, reg *apischema.Registry) (*apis
 }
 
 // setNamespace gives obj the namespace ns when it has none; an explicit -n
-// that contradicts the object's namespace is an error, as in kubectl.
+// that contradicts the object's namespace is an error, as in kubectl. A
+// cluster-scoped object has no namespace, whatever -n says.
 func (g *globalOptions) setNamespace(m manifest) error {
 	ns := m.obj.GetNamespace()
 	switch {
+	case !m.res.Namespaced && ns != "":
+		return fmt.Errorf("%s: %s is cluster-scoped: remove metadata.namespace %q", m.where(), m.res.Kind, ns)
+	case !m.res.Namespaced:
 	case ns == "":
 		m.obj.SetNamespace(g.ns())
 	case g.nsSet && ns != g.ns():

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/apiserver/apiservertest"
 	"aicli.dev/aicli/internal/secrets"
 	"aicli.dev/aicli/internal/secrets/secretapi"
@@ -88,10 +89,18 @@ func TestSecretSetListDelete(t *testing.T) {
 
 func TestSecretNamespaceIsAuthorised(t *testing.T) {
 	srv, st := secretServer(t)
-	url, caFile := srv.ServeTLS(t, map[string][]string{"team-a-token": {"team-a"}})
+	url, caFile := srv.ServeTLSTokens(t, map[string]apiserver.Token{
+		"team-a-token": {Name: "team-a-admin", Namespaces: []string{"team-a"}, Role: "admin"},
+		"team-a-edit":  {Name: "team-a-edit", Namespaces: []string{"team-a"}, Role: "edit"},
+	})
 	auth := []string{"--certificate-authority=" + caFile, "--token", "team-a-token"}
 	f := writeFile(t, t.TempDir(), "key", "v")
 	wantCode(t, aictl(t, url, append(auth, "secret", "set", "k", "--from-file", f, "-n", "team-a")...), 0)
+	edit := []string{"--certificate-authority=" + caFile, "--token", "team-a-edit"}
+	if r := aictl(t, url, append(edit, "secret", "set", "k", "--from-file", f, "-n", "team-a")...); r.code == 0 ||
+		!strings.Contains(r.err, "needs role admin") {
+		t.Fatalf("an edit token set a secret: %+v", r)
+	}
 	for _, args := range [][]string{
 		{"secret", "set", "k", "--from-file", f, "-n", "team-b"},
 		{"secret", "list", "-n", "team-b"},

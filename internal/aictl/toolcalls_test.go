@@ -26,12 +26,10 @@ func toolCallServer(t *testing.T) (*apiservertest.Server, string) {
 	url := srv.ServeUnix(t)
 
 	toolcallstest.Conversation(t, srv, "default", "coder-1", "coder")
-	greet := toolcallstest.Exec("greet", "/usr/bin/greet")
+	greet := toolcallstest.Tool("greet")
 	greet.Usage = "greet NAME"
-	greet.CostUSD = "0.01"
 	greet.Attenuation = &v1alpha1.Attenuation{PinnedParams: map[string]string{"lang": "en"}, MaxCallsPerHour: 30}
-	search := v1alpha1.ToolGrant{Name: "search", TimeoutSeconds: 5,
-		Backend: v1alpha1.ToolBackend{HTTP: &v1alpha1.HTTPBackend{URL: "https://search.example/q"}}}
+	search := v1alpha1.ToolGrant{Name: "search", ClassName: "web-search", TimeoutSeconds: 5, Parameters: []string{"q"}}
 	toolcallstest.Grant(t, srv, "default", "tools", "coder", greet, search)
 
 	expires := metav1.NewTime(time.Now().Add(time.Minute))
@@ -125,10 +123,10 @@ func TestDescribeGrant(t *testing.T) {
 	wantCode(t, r, 0)
 	for _, want := range []string{
 		"Tools:\n",
-		"greet    exec /usr/bin/greet",
+		"greet    greet",
 		"greet NAME",
 		"lang=en",
-		"http POST https://search.example/q",
+		"web-search",
 		"Leases:\n",
 		"Calls:  3 authorised, 1 refused\n",
 		"Recent Calls (4 of 4, newest last):\n",
@@ -152,9 +150,9 @@ func TestDescribeGrant(t *testing.T) {
 		return cells(strings.Join(lines, "\n"))
 	}
 	tools := section("Tools:")
-	if fmt.Sprint(tools[0]) != "[NAME BACKEND USAGE TIMEOUT COST PINS CALLS/HOUR]" ||
-		fmt.Sprint(tools[1]) != "[greet exec /usr/bin/greet greet NAME <default> 0.01 lang=en 30]" ||
-		fmt.Sprint(tools[2]) != "[search http POST https://search.example/q <none> 5s <none> <none> unlimited]" {
+	if fmt.Sprint(tools[0]) != "[NAME CLASS USAGE TIMEOUT PARAMETERS PINS CALLS/HOUR]" ||
+		fmt.Sprint(tools[1]) != "[greet greet greet NAME <class> <none> lang=en 30]" ||
+		fmt.Sprint(tools[2]) != "[search web-search <none> 5s q <none> unlimited]" {
 		t.Fatalf("tools table %q", tools)
 	}
 	leases := section("Leases:")

@@ -48,17 +48,21 @@ func (r *Registry) Decode(res *Resource, namespace string, data []byte) (*unstru
 	if err := checkTypeMeta(res, obj); err != nil {
 		return nil, err
 	}
-	if obj.GetNamespace() == "" {
+	if !res.Namespaced && obj.GetNamespace() != "" {
+		return nil, invalid(res, obj.GetName(), field.Invalid(field.NewPath("metadata", "namespace"),
+			obj.GetNamespace(), fmt.Sprintf("%s is cluster-scoped: it has no namespace", res.Kind)))
+	}
+	if res.Namespaced && obj.GetNamespace() == "" {
 		obj.SetNamespace(namespace)
 	}
-	if namespace != "" && obj.GetNamespace() != namespace {
+	if res.Namespaced && namespace != "" && obj.GetNamespace() != namespace {
 		return nil, invalid(res, obj.GetName(), field.Invalid(field.NewPath("metadata", "namespace"),
 			obj.GetNamespace(), fmt.Sprintf("does not match the namespace of the request (%q)", namespace)))
 	}
 	if obj.GetName() == "" && obj.GetGenerateName() != "" {
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
-	if errs := validateMeta(obj); len(errs) > 0 {
+	if errs := validateMeta(res, obj); len(errs) > 0 {
 		return nil, invalid(res, obj.GetName(), errs...)
 	}
 	ApplyDefaults(res.Schema, obj.Object)
@@ -108,7 +112,7 @@ func checkTypeMeta(res *Resource, obj *unstructured.Unstructured) error {
 	return nil
 }
 
-func validateMeta(obj *unstructured.Unstructured) field.ErrorList {
+func validateMeta(res *Resource, obj *unstructured.Unstructured) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	if obj.GetName() == "" {
@@ -118,9 +122,11 @@ func validateMeta(obj *unstructured.Unstructured) field.ErrorList {
 			errs = append(errs, field.Invalid(meta.Child("name"), obj.GetName(), msg))
 		}
 	}
-	if obj.GetNamespace() == "" {
+	switch {
+	case !res.Namespaced:
+	case obj.GetNamespace() == "":
 		errs = append(errs, field.Required(meta.Child("namespace"), "a namespace is required"))
-	} else {
+	default:
 		for _, msg := range validation.IsDNS1123Label(obj.GetNamespace()) {
 			errs = append(errs, field.Invalid(meta.Child("namespace"), obj.GetNamespace(), msg))
 		}

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -20,6 +19,8 @@ import (
 type Principal struct {
 	Name       string
 	Namespaces []string
+	// Role is what the principal may do in its namespaces ("" is RoleEdit).
+	Role Role
 }
 
 // AllNamespaces reports whether the principal may touch every namespace.
@@ -30,9 +31,28 @@ func (p *Principal) Allowed(ns string) bool {
 	return p.AllNamespaces() || slices.Contains(p.Namespaces, ns)
 }
 
+// IsClusterAdmin reports whether the principal may do anything anywhere.
+func (p *Principal) IsClusterAdmin() bool { return p.Role == RoleClusterAdmin && p.AllNamespaces() }
+
+func (p *Principal) role() Role {
+	if p.Role == "" {
+		return RoleEdit
+	}
+	return p.Role
+}
+
+// describe names the principal in a refusal: its name, role and namespaces.
+func (p *Principal) describe() string {
+	ns := "all namespaces"
+	if !p.AllNamespaces() {
+		ns = "namespaces " + strings.Join(p.Namespaces, ", ")
+	}
+	return fmt.Sprintf("token %q (role %s in %s)", p.Name, p.role(), ns)
+}
+
 // LocalAdmin is the principal of every request on the unix socket, which only
-// the socket's owner can open (mode 0600).
-var LocalAdmin = &Principal{Name: "local-admin"}
+// the socket's owner can open (mode 0600): a cluster admin.
+var LocalAdmin = &Principal{Name: "local-admin", Role: RoleClusterAdmin}
 
 type principalKey struct{}
 
@@ -55,6 +75,9 @@ type Token struct {
 	SHA256 string `json:"sha256"`
 	// Namespaces the token may touch; ["*"] means all.
 	Namespaces []string `json:"namespaces"`
+	// Role is view, edit, admin or cluster-admin (which needs namespaces
+	// ["*"]); empty is edit, the rights every token had before roles.
+	Role string `json:"role,omitempty"`
 }
 
 // TokenFile is the on-disk list of bearer tokens.
@@ -88,8 +111,33 @@ func LoadTokens(path string) (*TokenFile, error) {
 		if len(t.Namespaces) == 0 {
 			return nil, fmt.Errorf("token file %s: tokens[%d].namespaces must name at least one namespace or \"*\"", path, i)
 		}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("token file %s: tokens[%d]: %w", path, i, err)
+		}
 	}
 	return &tf, nil
+}
+
+// Validate checks the token's role against its namespaces.
+func (t *Token) Validate() error {
+	role, err := ParseRole(t.Role)
+	if err != nil {
+		return err
+	}
+	if role == RoleClusterAdmin && !slices.Equal(t.Namespaces, []string{"*"}) {
+		return fmt.Errorf("role cluster-admin spans every namespace: its namespaces must be [\"*\"], not %v", t.Namespaces)
+	}
+	return nil
+}
+
+// Principal returns the principal the token authenticates as.
+func (t *Token) Principal() *Principal {
+	role, _ := ParseRole(t.Role)
+	p := &Principal{Name: t.Name, Role: role}
+	if !slices.Contains(t.Namespaces, "*") {
+		p.Namespaces = append([]string{}, t.Namespaces...)
+	}
+	return p
 }
 
 // TokenAuthenticator authenticates bearer tokens against a token list.
@@ -112,50 +160,9 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*Principal, error) {
 	sum := HashToken(strings.TrimSpace(raw))
 	for _, t := range a.tokens {
 		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(t.SHA256))) == 1 {
-			p := &Principal{Name: t.Name}
-			if !slices.Contains(t.Namespaces, "*") {
-				p.Namespaces = append([]string{}, t.Namespaces...)
-			}
-			return p, nil
+			return t.Principal(), nil
 		}
 	}
 	return nil, apierrors.NewUnauthorized("the bearer token is not valid")
 }
 
-// RequireAllNamespaces wraps an extra endpoint that spans every namespace: the
-// caller's token must not be bound to a subset.
-func RequireAllNamespaces(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := PrincipalFrom(r.Context())
-		if !ok {
-			writeError(w, apierrors.NewUnauthorized("unauthenticated request"))
-			return
-		}
-		if !p.AllNamespaces() {
-			writeError(w, apierrors.NewForbidden(schemaGR(r.URL.Path), "", errForbiddenAll(p)))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// RequireNamespace wraps an extra endpoint mounted with a {namespace} path
-// wildcard: the caller must be allowed in that namespace.
-func RequireNamespace(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := PrincipalFrom(r.Context())
-		if !ok {
-			writeError(w, apierrors.NewUnauthorized("unauthenticated request"))
-			return
-		}
-		if ns := r.PathValue("namespace"); !p.Allowed(ns) {
-			writeError(w, apierrors.NewForbidden(schemaGR(r.URL.Path), "", errForbiddenNS(p, ns)))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func schemaGR(path string) schema.GroupResource {
-	return schema.GroupResource{Group: "aicli.dev", Resource: path[strings.LastIndex(path, "/")+1:]}
-}

@@ -27,14 +27,6 @@ type request struct {
 	r     *http.Request
 }
 
-func errForbiddenAll(p *Principal) error {
-	return fmt.Errorf("token %q may only touch namespaces %v, not all namespaces", p.Name, p.Namespaces)
-}
-
-func errForbiddenNS(p *Principal, ns string) error {
-	return fmt.Errorf("token %q may not touch namespace %q (allowed: %v)", p.Name, ns, p.Namespaces)
-}
-
 func (h *request) collection() {
 	switch h.r.Method {
 	case http.MethodGet:
@@ -44,7 +36,7 @@ func (h *request) collection() {
 		}
 		h.list()
 	case http.MethodPost:
-		if h.parts.Namespace == "" {
+		if h.res.Namespaced && h.parts.Namespace == "" {
 			writeError(h.w, apierrors.NewMethodNotSupported(h.res.GroupResource(), "create without a namespace"))
 			return
 		}

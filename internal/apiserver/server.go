@@ -199,17 +199,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apierrors.NewUnauthorized("unauthenticated request"))
 		return
 	}
-	if parts.Namespace == "" {
-		if parts.Name != "" {
-			writeError(w, apierrors.NewBadRequest("a named "+res.Singular+" needs /namespaces/{namespace}/ in the path"))
-			return
-		}
-		if !principal.AllNamespaces() {
-			writeError(w, apierrors.NewForbidden(res.GroupResource(), "", errForbiddenAll(principal)))
-			return
-		}
-	} else if !principal.Allowed(parts.Namespace) {
-		writeError(w, apierrors.NewForbidden(res.GroupResource(), parts.Name, errForbiddenNS(principal, parts.Namespace)))
+	switch {
+	case !res.Namespaced && parts.Namespace != "":
+		writeError(w, apierrors.NewBadRequest(res.Kind+" is cluster-scoped: its path has no /namespaces/{namespace}/"))
+		return
+	case res.Namespaced && parts.Namespace == "" && parts.Name != "":
+		writeError(w, apierrors.NewBadRequest("a named "+res.Singular+" needs /namespaces/{namespace}/ in the path"))
+		return
+	}
+	if err := Authorize(principal, requestAttributes(r, res.Plural, parts, !res.Namespaced)); err != nil {
+		writeError(w, err)
 		return
 	}
 	h := &request{s: s, res: res, parts: parts, w: w, r: r}
@@ -229,6 +228,19 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, apierrors.NewNotFound(res.GroupResource(), parts.Name+"/"+parts.Subresource))
 	}
+}
+
+// requestAttributes returns what a request on a kind's routes does.
+func requestAttributes(r *http.Request, plural string, parts PathParts, clusterScoped bool) Attributes {
+	a := Attributes{Verb: VerbOf(r), Namespace: parts.Namespace, Resource: plural, Subresource: parts.Subresource,
+		Name: parts.Name, ClusterScoped: clusterScoped}
+	if parts.Name == "" && a.Verb == VerbGet {
+		a.Verb = VerbList
+		if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
+			a.Verb = VerbWatch
+		}
+	}
+	return a
 }
 
 type statusRecorder struct {

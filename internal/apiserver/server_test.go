@@ -94,9 +94,15 @@ func TestBadInputIsRejectedAndStoreUnchanged(t *testing.T) {
 		{"update missing", "PUT", base + "/agents/ghost", agentJSON("ghost", ""), 404, "ghost"},
 		{"cross-namespace grant subject", "POST", base + "/grants", grantJSON("g", `"other-ns/seed"`, `[]`), 422, "spec.subject"},
 		{"grant with a duplicate tool", "POST", base + "/grants", grantJSON("g", `"seed"`,
-			`[{"name":"t","backend":{"exec":{"command":"/bin/true"}}},{"name":"t","backend":{"exec":{"command":"/bin/true"}}}]`), 422, "spec.tools[1].name"},
-		{"grant with a relative command", "POST", base + "/grants", grantJSON("g", `"seed"`,
-			`[{"name":"t","backend":{"exec":{"command":"true"}}}]`), 422, "spec.tools[0].backend.exec.command"},
+			`[{"name":"t","className":"c"},{"name":"t","className":"c"}]`), 422, "spec.tools[1].name"},
+		{"grant with an inline backend", "POST", base + "/grants", grantJSON("g", `"seed"`,
+			`[{"name":"t","backend":{"exec":{"command":"/bin/true"}}}]`), 422, "spec.tools[0].backend"},
+		{"tool class with a relative command", "POST", "/apis/aicli.dev/v1alpha1/toolclasses",
+			`{"apiVersion":"aicli.dev/v1alpha1","kind":"ToolClass","metadata":{"name":"t"},"spec":{"backend":{"exec":{"command":"true"}}}}`,
+			422, "spec.backend.exec.command"},
+		{"tool class with a namespace", "POST", "/apis/aicli.dev/v1alpha1/toolclasses",
+			`{"apiVersion":"aicli.dev/v1alpha1","kind":"ToolClass","metadata":{"name":"t","namespace":"ns"},"spec":{"backend":{"exec":{"command":"/bin/true"}}}}`,
+			422, "metadata.namespace"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

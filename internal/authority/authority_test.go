@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"aicli.dev/aicli/apis/v1alpha1"
@@ -105,15 +107,38 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) grant(name, subject string, att *v1alpha1.Attenuation) *v1alpha1.Grant {
 	e.t.Helper()
+	e.class()
 	g := &v1alpha1.Grant{Spec: v1alpha1.GrantSpec{Subject: subject, Tools: []v1alpha1.ToolGrant{{
-		Name: "greet", Usage: "greet NAME", Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/echo"}},
-		SecretRefs: []v1alpha1.SecretRef{{Name: "greet-key", Env: "GREET_KEY"}}, Attenuation: att,
+		Name: "greet", Usage: "greet NAME", ClassName: "greet", Attenuation: att,
 	}}}}
 	g.Namespace, g.Name = "default", name
 	if err := e.client.Create(context.Background(), g); err != nil {
 		e.t.Fatal(err)
 	}
 	return g
+}
+
+// class stores the ToolClass "greet" (once): /bin/echo with the secret greet-key.
+func (e *env) class() {
+	e.t.Helper()
+	c := &v1alpha1.ToolClass{Spec: v1alpha1.ToolClassSpec{
+		Backend:    v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/echo"}},
+		SecretRefs: []v1alpha1.SecretRef{{Name: "greet-key", Env: "GREET_KEY"}},
+	}}
+	c.Name = "greet"
+	if err := e.client.Create(context.Background(), c); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+}
+
+// classes indexes the stored ToolClasses.
+func (e *env) classes() map[string]*v1alpha1.ToolClass {
+	e.t.Helper()
+	var list v1alpha1.ToolClassList
+	if err := e.client.List(context.Background(), "", &list, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	return grants.ClassIndex(list.Items)
 }
 
 // hold makes conversation uid of agent hold its effective tools, as the lease phase does.
@@ -123,7 +148,7 @@ func (e *env) hold(agent, conv, uid, fp string) *memHolder {
 	if err := e.client.List(context.Background(), "default", &list, nil); err != nil {
 		e.t.Fatal(err)
 	}
-	ts, _ := grants.Effective(list.Items, agent)
+	ts, _, _ := grants.Effective(list.Items, e.classes(), agent)
 	h := &memHolder{}
 	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: agent, Conversation: conv, UID: uid,
 		Fingerprint: fp, Tools: ts, Holder: h}); err != nil {
@@ -216,7 +241,7 @@ func TestAnUnreachableGuestsLeaseLapsesWithinOneTTL(t *testing.T) {
 	if err := e.client.List(context.Background(), "default", &list, nil); err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := grants.Effective(list.Items, "alice")
+	ts, _, _ := grants.Effective(list.Items, e.classes(), "alice")
 	h := &dyingHolder{}
 	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: "alice", Conversation: "c1", UID: "uid-1",
 		Fingerprint: "fp-1", Tools: ts, Holder: h}); err != nil {

@@ -69,22 +69,32 @@ func (a *Authorizer) Authorize(ctx context.Context, c tools.Caller, r toolwire.R
 // authorizeVerified checks what a verified token cannot: the grant now, the
 // call cap, the pins against the arguments, and the secrets.
 func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capability.Verified, r toolwire.Request) (*tools.Authorization, error) {
-	tool, grant, err := a.currentTool(ctx, lease.Namespace, v.Claims)
+	entry, grant, err := a.currentTool(ctx, lease.Namespace, v.Claims)
 	if err != nil {
 		return nil, err
 	}
-	if !a.Quota.Allow(lease.Namespace+"/"+grant.Name+"/"+tool.Name, v.Claims.CallsPerHour, a.now()) {
-		return nil, refuse(ReasonQuotaExceeded, "%s: the cap of %d calls per hour is reached", tool.Name, v.Claims.CallsPerHour)
+	tool, err := a.resolve(ctx, lease.Namespace, &entry, grant)
+	if err != nil {
+		return nil, err
 	}
-	args, err := tools.ApplyPins(r.Args, v.Claims.Params)
+	// The token carries the attenuation as minted; the class may have
+	// narrowed since, and whichever is narrower holds.
+	att := grants.Narrowest(claimsAttenuation(v.Claims.Params, v.Claims.CallsPerHour), tool.Attenuation)
+	if att.ExpiresAt != nil && !a.now().Before(att.ExpiresAt.Time) {
+		return nil, refuse(ReasonRevoked, "%s: the capability expired at %s", tool.Name, att.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if !a.Quota.Allow(lease.Namespace+"/"+grant.Name+"/"+tool.Name, int(att.MaxCallsPerHour), a.now()) {
+		return nil, refuse(ReasonQuotaExceeded, "%s: the cap of %d calls per hour is reached", tool.Name, att.MaxCallsPerHour)
+	}
+	args, err := tools.ApplyPins(r.Args, att.PinnedParams)
 	if err != nil {
 		return nil, refuse(ReasonBadParams, "%s: %v", tool.Name, err)
 	}
 	secrets := map[string][]byte{}
 	for _, ref := range tool.SecretRefs {
-		val, err := a.Secrets.Get(lease.Namespace, ref.Name)
+		val, err := a.Secrets.Get(ref.Namespace, ref.Name)
 		if err != nil {
-			return nil, refuse(ReasonNoSecret, "%s: secret %q is not available to the supervisor", tool.Name, ref.Name)
+			return nil, refuse(ReasonNoSecret, "%s: secret %s/%s is not available to the supervisor", tool.Name, ref.Namespace, ref.Name)
 		}
 		secrets[ref.Name] = val
 	}
@@ -117,7 +127,7 @@ func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool str
 		if t.Name == tool {
 			return &tools.Authorization{
 				Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, ConversationUID: lease.UID,
-				Grant: grants.BuiltinGrant, Tool: t.ToolGrant, Args: r.Args, Builtin: true,
+				Grant: grants.BuiltinGrant, Tool: t.ResolvedTool, Args: r.Args, Builtin: true,
 			}, nil
 		}
 	}
@@ -176,6 +186,28 @@ func (a *Authorizer) currentTool(ctx context.Context, namespace string, cl capab
 		}
 	}
 	return *tool, g, nil
+}
+
+// resolve narrows a grant's tool entry onto its ToolClass as it is now: a
+// class deleted, no longer admitting the namespace or narrower than the grant
+// revokes the tool.
+func (a *Authorizer) resolve(ctx context.Context, namespace string, entry *v1alpha1.ToolGrant, g *v1alpha1.Grant) (grants.ResolvedTool, error) {
+	var class *v1alpha1.ToolClass
+	if entry.ClassName != "" {
+		c := &v1alpha1.ToolClass{}
+		err := a.Client.Get(ctx, "", entry.ClassName, c)
+		switch {
+		case err == nil && c.DeletionTimestamp == nil:
+			class = c
+		case err != nil && !apierrors.IsNotFound(err):
+			return grants.ResolvedTool{}, err
+		}
+	}
+	tool, bad := grants.Resolve(namespace, entry, g.Spec.Attenuation, class)
+	if bad != nil {
+		return grants.ResolvedTool{}, refuse(ReasonRevoked, "%s", bad.Message)
+	}
+	return tool, nil
 }
 
 func (a *Authorizer) now() time.Time {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/capability"
 	"aicli.dev/aicli/internal/grants"
 )
@@ -22,7 +21,7 @@ func BenchmarkLeaseRenewal100(b *testing.B) {
 	m := &Manager{Keys: keys}
 	var tools []grants.Tool
 	for i := range 3 {
-		tools = append(tools, grants.Tool{ToolGrant: v1alpha1.ToolGrant{Name: fmt.Sprintf("tool-%d", i)}, Grant: "g", Generation: 1})
+		tools = append(tools, grants.Tool{ResolvedTool: grants.ResolvedTool{Name: fmt.Sprintf("tool-%d", i)}, Grant: "g", Generation: 1})
 	}
 	leases := make([]Lease, 100)
 	for i := range leases {

@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,7 +29,23 @@ const ReasonNotAPeer = "not_a_peer"
 // refuse it the moment it is wider than its parent.
 type Delegator struct {
 	*Authorizer
+	// MaxLive caps the live delegated grants one agent has made (default
+	// DefaultMaxLiveDelegations); a delegation past it is refused.
+	MaxLive int
+	// PerHour caps one agent's delegations per hour (default
+	// DefaultDelegationsPerHour); each also counts as a call of the tool
+	// against its own calls-per-hour cap.
+	PerHour int
 }
+
+// Delegation limits by default.
+const (
+	DefaultMaxLiveDelegations = 32
+	DefaultDelegationsPerHour = 60
+)
+
+// ReasonDelegationLimit refuses a delegation past Delegator.MaxLive or PerHour.
+const ReasonDelegationLimit = "delegation_limit"
 
 // Delegate implements tools.Delegator.
 func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName string, req toolwire.DelegateArgs) (string, error) {
@@ -57,6 +74,9 @@ func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName
 	if err := grants.MaySend(agent, peer, all.Items); err != nil {
 		return "", refuse(ReasonNotAPeer, "%v, so it cannot delegate to it", err)
 	}
+	if err := d.withinLimits(lease, parent, toolName, v.Claims.CallsPerHour, all.Items); err != nil {
+		return "", err
+	}
 	asked := &v1alpha1.Attenuation{PinnedParams: req.Params, MaxCallsPerHour: int32(req.CallsPerHour)}
 	if req.TTL != "" {
 		ttl, err := time.ParseDuration(req.TTL)
@@ -82,6 +102,29 @@ func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName
 		return "", fmt.Errorf("creating the delegated grant: %w", err)
 	}
 	return fmt.Sprintf("delegated %s to %s as grant %s\n", tool.Name, req.Peer, g.Name), nil
+}
+
+// withinLimits refuses a delegation when the agent already has MaxLive
+// delegated grants alive, has delegated PerHour times this hour, or the
+// tool's own call cap is reached (a delegation counts as a call).
+func (d Delegator) withinLimits(lease Lease, parent *v1alpha1.Grant, tool string, callsPerHour int, all []v1alpha1.Grant) error {
+	maxLive, perHour := cmp.Or(d.MaxLive, DefaultMaxLiveDelegations), cmp.Or(d.PerHour, DefaultDelegationsPerHour)
+	live := 0
+	for i := range all {
+		if dl := all[i].Spec.Delegation; dl != nil && dl.By == lease.Agent && all[i].DeletionTimestamp == nil {
+			live++
+		}
+	}
+	now := d.now()
+	switch {
+	case live >= maxLive:
+		return refuse(ReasonDelegationLimit, "agent %q already has %d live delegated grants (the limit); delete one first", lease.Agent, live)
+	case !d.Quota.Allow(lease.Namespace+"/"+lease.Agent+"/@delegate", perHour, now):
+		return refuse(ReasonDelegationLimit, "agent %q has delegated %d times this hour (the limit)", lease.Agent, perHour)
+	case !d.Quota.Allow(lease.Namespace+"/"+parent.Name+"/"+tool, callsPerHour, now):
+		return refuse(ReasonQuotaExceeded, "%s: the cap of %d calls per hour is reached (a delegation counts as a call)", tool, callsPerHour)
+	}
+	return nil
 }
 
 func claimsAttenuation(params map[string]string, perHour int) *v1alpha1.Attenuation {

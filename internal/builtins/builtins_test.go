@@ -100,7 +100,7 @@ func (e *env) run(agent, conv, stdin, tool string, args ...string) (int, string,
 	e.t.Helper()
 	var out, errb bytes.Buffer
 	auth := &tools.Authorization{Namespace: ns, Agent: agent, Conversation: conv, Grant: grants.BuiltinGrant,
-		Tool: v1alpha1.ToolGrant{Name: tool}, Args: args, Builtin: true}
+		Tool: grants.ResolvedTool{Name: tool}, Args: args, Builtin: true}
 	code, err := e.srv.Run(ctxT(e.t), auth, strings.NewReader(stdin), &out, &errb)
 	if err != nil {
 		e.t.Fatalf("%s %v: %v", tool, args, err)

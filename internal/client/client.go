@@ -156,6 +156,9 @@ func (c *Client) BaseURL() string { return c.base }
 func ResourcePath(plural, namespace, name string, subresource ...string) string {
 	var b strings.Builder
 	b.WriteString(apischema.APIPath)
+	if res, ok := apischema.Default().Lookup(plural); ok && !res.Namespaced {
+		namespace = "" // a cluster-scoped kind's path has no namespace
+	}
 	if namespace != "" {
 		b.WriteString("/namespaces/")
 		b.WriteString(url.PathEscape(namespace))

@@ -269,7 +269,7 @@ func TestTLSTokens(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	if got := strings.Join(names, ","); got != "agents,agents/status,conversations,conversations/status,"+
-		"grants,grants/status,monitorattachments,monitorattachments/status" {
+		"grants,grants/status,monitorattachments,monitorattachments/status,namespacepolicies,toolclasses" {
 		t.Fatalf("Discovery lists %s", got)
 	}
 }

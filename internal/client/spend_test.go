@@ -39,8 +39,8 @@ func TestSpendHistory(t *testing.T) {
 	}
 	srv := apiservertest.New(t)
 	h := spendapi.NewHandler(svc, spendapi.HomesUnder(data))
-	srv.API.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.RequireAllNamespaces(h))
-	srv.API.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(h))
+	srv.API.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.Authorized("spendhistory", h))
+	srv.API.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.Authorized("spendhistory", h))
 	url, ca := srv.ServeTLS(t, map[string][]string{"admin": {"*"}, "ns2": {"ns2"}})
 	admin := newClient(t, client.Config{Server: url, Token: "admin", CAFile: ca})
 	ns2 := newClient(t, client.Config{Server: url, Token: "ns2", CAFile: ca})

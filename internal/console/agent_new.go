@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,11 +31,12 @@ var harnessOptions = []harnessOption{
 	{string(v1alpha1.HarnessFake), "fake (scripted test CLI, no model)"},
 }
 
-// toolOption is a tool the supervisors know: one some Grant declares.
+// toolOption is a tool the supervisors offer: a ToolClass that admits the
+// console's namespace.
 type toolOption struct {
 	Name, Usage string
 	Checked     bool
-	// def is the ToolGrant as declared (backend, usage, limits).
+	// def is the Grant's tool entry that references the class.
 	def map[string]any
 }
 
@@ -54,27 +56,22 @@ func (s *Server) newAgentPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "agent_new", s.page(r, "user", "new", "New agent", f))
 }
 
-// knownTools collects the tools the reachable supervisors' Grants declare,
-// by name (the first declaration of a name wins), sorted.
+// knownTools lists the ToolClasses of the reachable supervisors that admit
+// the console's namespace, by name (the first of a name wins), sorted. A
+// chosen one becomes a tool of the new agent's Grant that references it.
 func (s *Server) knownTools(ctx context.Context) []toolOption {
 	seen := map[string]bool{}
 	var out []toolOption
-	for _, l := range s.listAll(ctx, "grants", "") {
-		for _, g := range l.Items {
-			if _, delegated, _ := unstructured.NestedMap(g.Object, "spec", "delegation"); delegated {
+	for _, l := range s.listAll(ctx, "toolclasses", "") {
+		for _, c := range l.Items {
+			name := c.GetName()
+			namespaces, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "namespaces")
+			if seen[name] || (len(namespaces) > 0 && !slices.Contains(namespaces, userNamespace)) {
 				continue
 			}
-			tools, _, _ := unstructured.NestedSlice(g.Object, "spec", "tools")
-			for _, t := range tools {
-				def, ok := t.(map[string]any)
-				name, _ := def["name"].(string)
-				if !ok || name == "" || seen[name] {
-					continue
-				}
-				seen[name] = true
-				usage, _ := def["usage"].(string)
-				out = append(out, toolOption{Name: name, Usage: usage, def: def})
-			}
+			seen[name] = true
+			usage, _, _ := unstructured.NestedString(c.Object, "spec", "usage")
+			out = append(out, toolOption{Name: name, Usage: usage, def: map[string]any{"name": name, "className": name}})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

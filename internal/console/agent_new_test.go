@@ -154,10 +154,15 @@ func TestCreateAgentShowsReadableErrors(t *testing.T) {
 func TestNewAgentFormOffersDeclaredTools(t *testing.T) {
 	h := startConvHarness(t)
 	h.env.CreateAgent(t, "default", "admin")
-	grant := `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"g"},"spec":{"subject":"admin",` +
-		`"tools":[{"name":"greet","usage":"greet NAME","backend":{"exec":{"command":"/bin/echo"}}}]}}`
-	if code, body := h.env.Do(t, http.MethodPost, convapitest.Path("grants", "default", ""), "application/json", []byte(grant)); code != http.StatusCreated {
-		t.Fatalf("grant: HTTP %d: %s", code, body)
+	for _, c := range []string{
+		`{"apiVersion":"aicli.dev/v1alpha1","kind":"ToolClass","metadata":{"name":"greet"},"spec":{"usage":"greet NAME",` +
+			`"backend":{"exec":{"command":"/bin/echo"}}}}`,
+		`{"apiVersion":"aicli.dev/v1alpha1","kind":"ToolClass","metadata":{"name":"elsewhere"},"spec":{"usage":"not here",` +
+			`"namespaces":["team-b"],"backend":{"exec":{"command":"/bin/echo"}}}}`,
+	} {
+		if code, body := h.env.Do(t, http.MethodPost, "/apis/aicli.dev/v1alpha1/toolclasses", "application/json", []byte(c)); code != http.StatusCreated {
+			t.Fatalf("toolclass: HTTP %d: %s", code, body)
+		}
 	}
 	_, body := h.get(t, "/agents/new")
 	for _, want := range []string{`<label for="name">Name</label>`, `<label for="harness">CLI</label>`, `value="fake"`, `value="claude"`,
@@ -165,6 +170,9 @@ func TestNewAgentFormOffersDeclaredTools(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("the form lacks %q", want)
 		}
+	}
+	if strings.Contains(body, `value="elsewhere"`) {
+		t.Error("the form offers a ToolClass that does not admit the console's namespace")
 	}
 	// Creating with the tool creates a Grant of it for the new agent.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,6 +188,9 @@ func TestNewAgentFormOffersDeclaredTools(t *testing.T) {
 	g := h.env.Server.Object(t, "grants", "default", "helper-tools")
 	if s, _, _ := unstructured.NestedString(g.Object, "spec", "subject"); s != "helper" {
 		t.Fatalf("grant subject %q", s)
+	}
+	if tools, _, _ := unstructured.NestedSlice(g.Object, "spec", "tools"); len(tools) != 1 || tools[0].(map[string]any)["className"] != "greet" {
+		t.Fatalf("grant tools %v, want one of class greet", tools)
 	}
 }
 

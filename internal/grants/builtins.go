@@ -78,7 +78,7 @@ func Builtins(agent *v1alpha1.Agent, all []v1alpha1.Grant, attachments []v1alpha
 	sort.Strings(names)
 	out := make([]Tool, len(names))
 	for i, n := range names {
-		out[i] = Tool{ToolGrant: v1alpha1.ToolGrant{Name: n, Usage: builtinUsage[n]}, Grant: BuiltinGrant, Builtin: true}
+		out[i] = Tool{ResolvedTool: ResolvedTool{Name: n, Usage: builtinUsage[n]}, Grant: BuiltinGrant, Builtin: true}
 	}
 	return out
 }

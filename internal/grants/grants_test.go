@@ -10,8 +10,22 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 )
 
+// execTool is a grant's tool of class "echo" (echoClass).
 func execTool(name string) v1alpha1.ToolGrant {
-	return v1alpha1.ToolGrant{Name: name, Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/echo"}}}
+	return v1alpha1.ToolGrant{Name: name, ClassName: "echo"}
+}
+
+// class is a ToolClass running command.
+func class(name, command string) *v1alpha1.ToolClass {
+	c := &v1alpha1.ToolClass{Spec: v1alpha1.ToolClassSpec{Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: command}},
+		TimeoutSeconds: 30}}
+	c.Name = name
+	return c
+}
+
+// echoClasses holds the class every execTool names.
+func echoClasses() map[string]*v1alpha1.ToolClass {
+	return map[string]*v1alpha1.ToolClass{"echo": class("echo", "/bin/echo")}
 }
 
 func grant(name, subject string, age time.Duration, tools ...v1alpha1.ToolGrant) v1alpha1.Grant {
@@ -22,12 +36,12 @@ func grant(name, subject string, age time.Duration, tools ...v1alpha1.ToolGrant)
 }
 
 func TestValidateNamesTheField(t *testing.T) {
-	noBackend := v1alpha1.ToolGrant{Name: "x"}
-	relative := v1alpha1.ToolGrant{Name: "y", Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "echo"}}}
-	secretNoEnv := execTool("z")
-	secretNoEnv.SecretRefs = []v1alpha1.SecretRef{{Name: "s"}}
-	httpNoHeader := v1alpha1.ToolGrant{Name: "h", Backend: v1alpha1.ToolBackend{HTTP: &v1alpha1.HTTPBackend{URL: "http://x"}},
-		SecretRefs: []v1alpha1.SecretRef{{Name: "s", Env: "S"}}}
+	noClass := v1alpha1.ToolGrant{Name: "x"}
+	inline := v1alpha1.ToolGrant{Name: "y", Backend: &v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/sh"}}}
+	secrets := execTool("z")
+	secrets.SecretRefs = []v1alpha1.SecretRef{{Name: "s", Env: "S"}}
+	cost := execTool("c")
+	cost.CostUSD = "0.1"
 	badPin := execTool("p")
 	badPin.Attenuation = &v1alpha1.Attenuation{PinnedParams: map[string]string{"--a": "b"}}
 	for _, tc := range []struct {
@@ -37,10 +51,10 @@ func TestValidateNamesTheField(t *testing.T) {
 	}{
 		{"duplicate", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{execTool("a"), execTool("a")}}, "spec.tools[1].name"},
 		{"reserved", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{execTool("aicli-tool")}}, "spec.tools[0].name"},
-		{"no backend", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{noBackend}}, "spec.tools[0].backend"},
-		{"relative command", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{relative}}, "spec.tools[0].backend.exec.command"},
-		{"exec secret without env", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{secretNoEnv}}, "spec.tools[0].secretRefs[0].env"},
-		{"http secret without header", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{httpNoHeader}}, "spec.tools[0].secretRefs[0].header"},
+		{"no class", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{noClass}}, "spec.tools[0].className"},
+		{"inline backend", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{inline}}, "spec.tools[0].backend"},
+		{"inline secrets", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{secrets}}, "spec.tools[0].secretRefs"},
+		{"inline cost", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{cost}}, "spec.tools[0].costUSD"},
 		{"bad pin", v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{badPin}}, "spec.tools[0].attenuation.pinnedParams"},
 		{"delegation without parent", v1alpha1.GrantSpec{Delegation: &v1alpha1.Delegation{By: "a"}}, "spec.delegation.parent"},
 	} {
@@ -57,14 +71,113 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 }
 
+// TestInlineBackendNamesTheClassToCreate: the refusal of a grant that still
+// defines its backend says what to do instead.
+func TestInlineBackendNamesTheClassToCreate(t *testing.T) {
+	inline := v1alpha1.ToolGrant{Name: "greet", Backend: &v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/sh"}}}
+	errs := Validate(&v1alpha1.GrantSpec{Tools: []v1alpha1.ToolGrant{inline}})
+	msg := errs.ToAggregate().Error()
+	for _, want := range []string{"kind: ToolClass", "metadata.name: greet", "spec.tools[0].className", InlineBackendMessage} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("refusal %q does not say %q", msg, want)
+		}
+	}
+}
+
+func TestValidateClassNamesTheField(t *testing.T) {
+	relative := class("r", "echo")
+	secretNoEnv := class("s", "/bin/echo")
+	secretNoEnv.Spec.SecretRefs = []v1alpha1.SecretRef{{Name: "s"}}
+	httpNoHeader := &v1alpha1.ToolClass{Spec: v1alpha1.ToolClassSpec{Backend: v1alpha1.ToolBackend{HTTP: &v1alpha1.HTTPBackend{URL: "http://x"}},
+		SecretRefs: []v1alpha1.SecretRef{{Name: "s", Env: "S"}}}}
+	dupSecret := class("d", "/bin/echo")
+	dupSecret.Spec.SecretRefs = []v1alpha1.SecretRef{{Name: "s", Env: "A"}, {Name: "s", Env: "B", Namespace: "ops"}}
+	both := class("b", "/bin/echo")
+	both.Spec.Backend.HTTP = &v1alpha1.HTTPBackend{URL: "http://x"}
+	for _, tc := range []struct {
+		name  string
+		class *v1alpha1.ToolClass
+		field string
+	}{
+		{"no backend", &v1alpha1.ToolClass{}, "spec.backend"},
+		{"two backends", both, "spec.backend"},
+		{"relative command", relative, "spec.backend.exec.command"},
+		{"exec secret without env", secretNoEnv, "spec.secretRefs[0].env"},
+		{"http secret without header", httpNoHeader, "spec.secretRefs[0].header"},
+		{"duplicate secret", dupSecret, "spec.secretRefs[1].name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateClass(&tc.class.Spec)
+			if len(errs) != 1 || errs[0].Field != tc.field {
+				t.Fatalf("errors %v, want one on %s", errs, tc.field)
+			}
+		})
+	}
+}
+
+// TestResolveOnlyNarrowsTheClass: what runs is the class's; the grant can
+// shorten, restrict and pin, and a tool that asks for more, names a missing
+// class or one that does not admit the namespace does not resolve.
+func TestResolveOnlyNarrowsTheClass(t *testing.T) {
+	c := class("gh", "/usr/bin/gh")
+	c.Spec.Parameters = []string{"repo", "title"}
+	c.Spec.CostUSD = "0.01"
+	c.Spec.Usage = "gh issue"
+	c.Spec.SecretRefs = []v1alpha1.SecretRef{{Name: "gh-token", Env: "GH_TOKEN"}, {Name: "ops", Env: "OPS", Namespace: "aicli-system"}}
+	c.Spec.Attenuation = &v1alpha1.Attenuation{PinnedParams: map[string]string{"host": "github.com"}, MaxCallsPerHour: 100}
+	t0 := v1alpha1.ToolGrant{Name: "issue", ClassName: "gh", TimeoutSeconds: 10, Parameters: []string{"title"},
+		Attenuation: &v1alpha1.Attenuation{PinnedParams: map[string]string{"repo": "team/app"}, MaxCallsPerHour: 5}}
+	r, bad := Resolve("team-a", &t0, nil, c)
+	if bad != nil {
+		t.Fatal(bad.Message)
+	}
+	if r.Backend.Exec.Command != "/usr/bin/gh" || r.TimeoutSeconds != 10 || r.CostUSD != "0.01" || r.Usage != "gh issue" ||
+		strings.Join(r.Parameters, ",") != "title" || r.Attenuation.MaxCallsPerHour != 5 ||
+		r.Attenuation.PinnedParams["host"] != "github.com" || r.Attenuation.PinnedParams["repo"] != "team/app" {
+		t.Fatalf("resolved %+v", r)
+	}
+	if r.SecretRefs[0].Namespace != "team-a" || r.SecretRefs[1].Namespace != "aicli-system" {
+		t.Fatalf("secret namespaces %+v", r.SecretRefs)
+	}
+
+	restricted := class("gh", "/usr/bin/gh")
+	restricted.Spec.Namespaces = []string{"team-b"}
+	repin := t0.DeepCopy()
+	repin.Attenuation.PinnedParams["host"] = "evil.example"
+	longer := t0.DeepCopy()
+	longer.TimeoutSeconds = 60
+	extra := t0.DeepCopy()
+	extra.Parameters = []string{"body"}
+	for _, tc := range []struct {
+		name   string
+		tool   *v1alpha1.ToolGrant
+		class  *v1alpha1.ToolClass
+		reason string
+	}{
+		{"missing class", &t0, nil, UnresolvedNoClass},
+		{"namespace not admitted", &t0, restricted, UnresolvedNotAllowed},
+		{"class pin overridden", repin, c, UnresolvedWider},
+		{"longer timeout", longer, c, UnresolvedWider},
+		{"parameter the class lacks", extra, c, UnresolvedWider},
+		{"inline backend", &v1alpha1.ToolGrant{Name: "x", Backend: &v1alpha1.ToolBackend{}}, c, UnresolvedInline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, bad := Resolve("team-a", tc.tool, nil, tc.class); bad == nil || bad.Reason != tc.reason {
+				t.Fatalf("unresolved %+v, want reason %s", bad, tc.reason)
+			}
+		})
+	}
+}
+
 func TestEffectiveOldestGrantKeepsAConflictingTool(t *testing.T) {
 	all := []v1alpha1.Grant{
 		grant("young", "agent", time.Minute, execTool("greet"), execTool("b")),
 		grant("old", "agent", time.Hour, execTool("greet")),
 		grant("other-subject", "someone", 2*time.Hour, execTool("c")),
 		grant("invalid", "agent", 3*time.Hour, v1alpha1.ToolGrant{Name: "d"}),
+		grant("unresolved", "agent", 4*time.Hour, v1alpha1.ToolGrant{Name: "b", ClassName: "gone"}),
 	}
-	tools, conflicts := Effective(all, "agent")
+	tools, conflicts, unresolved := Effective(all, echoClasses(), "agent")
 	if got := strings.Join(Names(tools), ","); got != "b,greet" {
 		t.Fatalf("tools %s", got)
 	}
@@ -74,6 +187,10 @@ func TestEffectiveOldestGrantKeepsAConflictingTool(t *testing.T) {
 	if len(conflicts) != 1 || conflicts[0].Kept != "old" || conflicts[0].Losers[0] != "young" {
 		t.Fatalf("conflicts %+v", conflicts)
 	}
+	// An unresolved tool claims no name: the younger grant's b is held.
+	if len(unresolved) != 1 || unresolved[0].Grant != "unresolved" || unresolved[0].Reason != UnresolvedNoClass {
+		t.Fatalf("unresolved %+v", unresolved)
+	}
 }
 
 func TestEffectiveFoldsGrantAttenuationIn(t *testing.T) {
@@ -81,7 +198,7 @@ func TestEffectiveFoldsGrantAttenuationIn(t *testing.T) {
 	later, sooner := metav1.NewTime(time.Unix(2000, 0)), metav1.NewTime(time.Unix(1000, 0))
 	g.Spec.Tools[0].Attenuation = &v1alpha1.Attenuation{MaxCallsPerHour: 10, ExpiresAt: &later, PinnedParams: map[string]string{"a": "1"}}
 	g.Spec.Attenuation = &v1alpha1.Attenuation{MaxCallsPerHour: 5, ExpiresAt: &sooner, PinnedParams: map[string]string{"b": "2"}}
-	tools, _ := Effective([]v1alpha1.Grant{g}, "agent")
+	tools, _, _ := Effective([]v1alpha1.Grant{g}, echoClasses(), "agent")
 	a := tools[0].Attenuation
 	if a.MaxCallsPerHour != 5 || !a.ExpiresAt.Equal(&sooner) || a.PinnedParams["a"] != "1" || a.PinnedParams["b"] != "2" {
 		t.Fatalf("attenuation %+v", a)
@@ -92,6 +209,7 @@ func TestNarrower(t *testing.T) {
 	exp := metav1.NewTime(time.Unix(1000, 0))
 	parent := execTool("a")
 	parent.TimeoutSeconds = 30
+	parent.Parameters = []string{"repo", "title"}
 	parent.Attenuation = &v1alpha1.Attenuation{MaxCallsPerHour: 10, ExpiresAt: &exp, PinnedParams: map[string]string{"k": "v"}}
 	same := *parent.DeepCopy()
 	if err := Narrower(&same, &parent); err != nil {
@@ -104,8 +222,11 @@ func TestNarrower(t *testing.T) {
 		func(c *v1alpha1.ToolGrant) { c.Attenuation.PinnedParams = map[string]string{"k": "other"} },
 		func(c *v1alpha1.ToolGrant) { c.Attenuation = nil },
 		func(c *v1alpha1.ToolGrant) { c.TimeoutSeconds = 60 },
-		func(c *v1alpha1.ToolGrant) { c.Backend.Exec.Command = "/bin/sh" },
+		func(c *v1alpha1.ToolGrant) { c.ClassName = "shell" },
+		func(c *v1alpha1.ToolGrant) { c.Backend = &v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/sh"}} },
 		func(c *v1alpha1.ToolGrant) { c.SecretRefs = []v1alpha1.SecretRef{{Name: "more", Env: "M"}} },
+		func(c *v1alpha1.ToolGrant) { c.Parameters = nil },
+		func(c *v1alpha1.ToolGrant) { c.Parameters = []string{"repo", "other"} },
 	}
 	for i, widen := range wider {
 		c := parent.DeepCopy()
@@ -118,6 +239,7 @@ func TestNarrower(t *testing.T) {
 	narrower.Attenuation.MaxCallsPerHour = 1
 	narrower.Attenuation.PinnedParams["extra"] = "x"
 	narrower.TimeoutSeconds = 5
+	narrower.Parameters = []string{"repo"}
 	if err := Narrower(narrower, &parent); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +255,7 @@ func TestDelegationValid(t *testing.T) {
 	if err := DelegationValid(&all[1], all); err != nil {
 		t.Fatal(err)
 	}
-	if tools, _ := Effective(all, "bob"); len(tools) != 1 || tools[0].Parent != "p" {
+	if tools, _, _ := Effective(all, echoClasses(), "bob"); len(tools) != 1 || tools[0].Parent != "p" {
 		t.Fatalf("bob holds %+v", tools)
 	}
 	wider := *child.DeepCopy()
@@ -141,7 +263,7 @@ func TestDelegationValid(t *testing.T) {
 	if err := DelegationValid(&wider, []v1alpha1.Grant{parent, wider}); err == nil {
 		t.Fatal("a wider delegation passed")
 	}
-	if tools, _ := Effective([]v1alpha1.Grant{parent, wider}, "bob"); len(tools) != 0 {
+	if tools, _, _ := Effective([]v1alpha1.Grant{parent, wider}, echoClasses(), "bob"); len(tools) != 0 {
 		t.Fatalf("a wider delegation gives %+v", tools)
 	}
 	if err := DelegationValid(&all[1], []v1alpha1.Grant{child}); err == nil || !strings.Contains(err.Error(), "gone") {

@@ -39,11 +39,18 @@ func badRequest(format string, args ...interface{}) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
 }
 
+// checkAddress checks an object's address. The namespace is empty for a
+// cluster-scoped kind (the API decides which kinds those are).
 func checkAddress(resource, ns, name string) error {
 	for _, c := range []struct{ what, v string }{
-		{"resource", resource}, {"metadata.namespace", ns}, {"metadata.name", name},
+		{"resource", resource}, {"metadata.name", name},
 	} {
 		if err := checkSegment(c.what, c.v); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+	}
+	if ns != "" {
+		if err := checkSegment("metadata.namespace", ns); err != nil {
 			return apierrors.NewBadRequest(err.Error())
 		}
 	}

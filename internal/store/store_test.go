@@ -74,7 +74,7 @@ func TestCreate(t *testing.T) {
 	}{
 		{"exists", agent("ns1", "a", nil), apierrors.IsAlreadyExists},
 		{"no name", agent("ns1", "", nil), apierrors.IsBadRequest},
-		{"no namespace", agent("", "x", nil), apierrors.IsBadRequest},
+		{"slash in namespace", agent("a/b", "x", nil), apierrors.IsBadRequest},
 		{"slash in name", agent("ns1", "x/y", nil), apierrors.IsBadRequest},
 	}
 	for _, c := range cases {
@@ -84,6 +84,29 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
+	}
+}
+
+// TestClusterScopedObjects: an object without a namespace (a cluster-scoped
+// kind) is stored, read and listed under the empty namespace, apart from the
+// namespaced objects of the same resource name.
+func TestClusterScopedObjects(t *testing.T) {
+	s := storetest.Open(t, store.Options{})
+	mustCreate(t, s, agent("", "gh", nil))
+	mustCreate(t, s, agent("ns1", "gh", nil))
+	got, err := s.Get(ctxT(t), res, "", "gh")
+	if err != nil || got.GetNamespace() != "" || got.GetName() != "gh" {
+		t.Fatalf("Get cluster-scoped = %v, %v", got, err)
+	}
+	list, err := s.List(ctxT(t), res, "", nil)
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("List all = %d items, %v; want 2", len(list.Items), err)
+	}
+	if _, err := s.Delete(ctxT(t), res, "", "gh", store.DeleteOptions{}); err != nil {
+		t.Fatalf("Delete cluster-scoped: %v", err)
+	}
+	if _, err := s.Get(ctxT(t), res, "ns1", "gh"); err != nil {
+		t.Fatalf("the namespaced object went with it: %v", err)
 	}
 }
 

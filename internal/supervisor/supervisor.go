@@ -242,8 +242,8 @@ func Run(ctx context.Context, cfg Config) error {
 	toolcallapi.Register(api, st)
 
 	spendHandler := spendapi.NewHandler(spendSvc, spendapi.HomesUnder(cfg.DataDir))
-	api.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.RequireAllNamespaces(spendHandler))
-	api.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.RequireNamespace(spendHandler))
+	api.Handle("GET "+apischema.APIPath+"/spendhistory", apiserver.Authorized("spendhistory", spendHandler))
+	api.Handle("GET "+apischema.APIPath+"/namespaces/{namespace}/spendhistory", apiserver.Authorized("spendhistory", spendHandler))
 
 	supinfo.New(supinfo.Options{SupervisorID: id, Started: started, Ready: s.ready.Load, Store: st, Containers: rt,
 		Images: builtImages(builder), AgentsDir: dir.Agents()}).Mount(api)

@@ -13,15 +13,19 @@ import (
 	"aicli.dev/aicli/internal/apiserver"
 )
 
-// CreateToken adds a bearer token bound to namespaces to the token file and
-// returns the raw token, which is stored only as its SHA-256. The running
-// supervisor reads the file at start.
-func CreateToken(file, name string, namespaces []string) (string, error) {
+// CreateToken adds a bearer token bound to namespaces, with role ("" is
+// edit), to the token file and returns the raw token, which is stored only as
+// its SHA-256. The running supervisor reads the file at start.
+func CreateToken(file, name string, namespaces []string, role string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("--name is required")
 	}
 	if len(namespaces) == 0 {
 		return "", fmt.Errorf("--namespace is required (a namespace, or \"*\" for all)")
+	}
+	entry := apiserver.Token{Name: name, Namespaces: namespaces, Role: role}
+	if err := entry.Validate(); err != nil {
+		return "", fmt.Errorf("--role: %w", err)
 	}
 	tf, err := apiserver.LoadTokens(file)
 	if err != nil {
@@ -35,7 +39,8 @@ func CreateToken(file, name string, namespaces []string) (string, error) {
 		return "", err
 	}
 	raw := base64.RawURLEncoding.EncodeToString(b)
-	tf.Tokens = append(tf.Tokens, apiserver.Token{Name: name, SHA256: apiserver.HashToken(raw), Namespaces: namespaces})
+	entry.SHA256 = apiserver.HashToken(raw)
+	tf.Tokens = append(tf.Tokens, entry)
 	data, err := yaml.Marshal(tf)
 	if err != nil {
 		return "", err

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/toolwire"
+	"aicli.dev/aicli/internal/grants"
 	"aicli.dev/aicli/internal/tools"
 )
 
@@ -24,7 +24,7 @@ func (echoBuiltins) Run(_ context.Context, a *tools.Authorization, stdin io.Read
 
 func builtinAuth(name string) *tools.Authorization {
 	return &tools.Authorization{Namespace: "ns", Agent: "a", Conversation: "c", Grant: "@builtin",
-		Tool: v1alpha1.ToolGrant{Name: name, Usage: name + " usage"}, Builtin: true}
+		Tool: grants.ResolvedTool{Name: name, Usage: name + " usage"}, Builtin: true}
 }
 
 func TestBuiltinRunsInProcessWithStdinAndExitCode(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"aicli.dev/aicli/guest/egress/egresswire"
 	"aicli.dev/aicli/guest/toolwire"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/grants"
 	"aicli.dev/aicli/internal/tools"
 )
 
@@ -59,7 +60,7 @@ func (r *records) snapshot() []tools.CallRecord {
 
 func execTool(name, cmd string, args ...string) *tools.Authorization {
 	return &tools.Authorization{Namespace: "ns", Agent: "a", Conversation: "c", Grant: "g",
-		Tool: v1alpha1.ToolGrant{Name: name, Usage: name + " does things",
+		Tool: grants.ResolvedTool{Name: name, Usage: name + " does things",
 			Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: cmd, Args: args}}}}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/builtins"
+	"aicli.dev/aicli/internal/grants"
 	"aicli.dev/aicli/internal/mailbox"
 	"aicli.dev/aicli/internal/postoffice"
 	"aicli.dev/aicli/internal/store"
@@ -39,7 +40,7 @@ func BenchmarkMailSendRoundTrip(b *testing.B) {
 	}
 	bs := &builtins.Server{Client: c, Office: &postoffice.Office{Client: c, Mailbox: mb}, Mailbox: mb}
 	auth := &tools.Authorization{Namespace: "ns", Agent: "a", Conversation: "a-1", Grant: "@builtin",
-		Tool: v1alpha1.ToolGrant{Name: "mail-send"}, Builtin: true}
+		Tool: grants.ResolvedTool{Name: "mail-send"}, Builtin: true}
 	b.Run("mail-send", func(b *testing.B) {
 		stk := newStack(b, &fakeAuth{tools: map[string]*tools.Authorization{"mail-send": auth}},
 			func(o *tools.Options) { o.Builtins = bs })

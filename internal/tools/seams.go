@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/toolwire"
+	"aicli.dev/aicli/internal/grants"
 )
 
 // Caller is who presents a call, as the gateway knows it from the connection.
@@ -27,8 +27,9 @@ type Authorizer interface {
 type Authorization struct {
 	// Namespace, Agent, Conversation and Grant name where the authority comes from.
 	Namespace, Agent, Conversation, Grant string
-	// Tool is the granted tool: backend, timeoutSeconds, usage and secretRefs.
-	Tool v1alpha1.ToolGrant
+	// Tool is the granted tool as it runs: its class's backend and secrets,
+	// timeoutSeconds, usage, parameters and attenuation.
+	Tool grants.ResolvedTool
 	// Secrets maps a secretRef name to its value, resolved by the authorizer.
 	Secrets map[string][]byte
 	// Args are the arguments to run with (pinned parameters applied).

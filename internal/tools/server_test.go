@@ -15,6 +15,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/guest/toolwire"
 	"aicli.dev/aicli/internal/gateway"
+	"aicli.dev/aicli/internal/grants"
 	"aicli.dev/aicli/internal/tools"
 )
 
@@ -180,7 +181,7 @@ func TestHTTPBackend(t *testing.T) {
 	}))
 	defer srv.Close()
 	mk := func(path string) *tools.Authorization {
-		return &tools.Authorization{Tool: v1alpha1.ToolGrant{Name: "web",
+		return &tools.Authorization{Tool: grants.ResolvedTool{Name: "web",
 			Backend:    v1alpha1.ToolBackend{HTTP: &v1alpha1.HTTPBackend{URL: srv.URL + path}},
 			SecretRefs: []v1alpha1.SecretRef{{Name: "k", Header: "Authorization", Prefix: "Bearer "}}},
 			Secrets: map[string][]byte{"k": []byte(secret)}}

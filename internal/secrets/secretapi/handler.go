@@ -28,12 +28,12 @@ var secretsGR = v1alpha1.GroupVersion.WithResource(secretwire.Plural).GroupResou
 
 // Mount serves /namespaces/{namespace}/secrets[/{name}] on s. Requests are
 // authenticated like every API request and the caller must be allowed in the
-// namespace (apiserver.RequireNamespace).
+// namespace (apiserver.Authorized: role admin).
 func Mount(s *apiserver.Server, st Store) {
 	h := &handler{st: st}
 	base := apischema.APIPath + "/namespaces/{namespace}/" + secretwire.Plural
-	s.Handle(base, apiserver.RequireNamespace(http.HandlerFunc(h.collection)))
-	s.Handle(base+"/{name}", apiserver.RequireNamespace(http.HandlerFunc(h.item)))
+	s.Handle(base, apiserver.Authorized("secrets", http.HandlerFunc(h.collection)))
+	s.Handle(base+"/{name}", apiserver.Authorized("secrets", http.HandlerFunc(h.item)))
 }
 
 type handler struct {

@@ -64,8 +64,24 @@ func (e *env) noValueAnywhere() {
 	}
 }
 
+// TestSecretsNeedTheAdminRole: edit and view tokens of the namespace may not
+// set, list or delete its secrets; admin may.
+func TestSecretsNeedTheAdminRole(t *testing.T) {
+	for _, role := range []apiserver.Role{apiserver.RoleView, apiserver.RoleEdit} {
+		e := serve(t, &apiserver.Principal{Name: "team-a", Namespaces: []string{"team-a"}, Role: role})
+		body := e.do(http.MethodPut, "/namespaces/team-a/secrets/api-key", []byte(planted), http.StatusForbidden)
+		if !strings.Contains(string(body), "needs role admin") {
+			t.Fatalf("%s: refusal %s does not name the role", role, body)
+		}
+		e.do(http.MethodGet, "/namespaces/team-a/secrets", nil, http.StatusForbidden)
+		if _, err := e.st.Get("team-a", "api-key"); err == nil {
+			t.Fatalf("%s: the secret was stored", role)
+		}
+	}
+}
+
 func TestSetListDeleteNeverReturnValues(t *testing.T) {
-	e := serve(t, &apiserver.Principal{Name: "team-a", Namespaces: []string{"team-a"}})
+	e := serve(t, &apiserver.Principal{Name: "team-a", Namespaces: []string{"team-a"}, Role: apiserver.RoleAdmin})
 	var s secretwire.Secret
 	if err := json.Unmarshal(e.do(http.MethodPut, "/namespaces/team-a/secrets/api-key", []byte(planted), http.StatusCreated), &s); err != nil ||
 		s.Name != "api-key" || s.Size != int64(len(planted)) || s.Modified.IsZero() {
@@ -97,7 +113,7 @@ func TestSetListDeleteNeverReturnValues(t *testing.T) {
 }
 
 func TestCallerMustBeAllowedInTheNamespace(t *testing.T) {
-	e := serve(t, &apiserver.Principal{Name: "team-a", Namespaces: []string{"team-a"}})
+	e := serve(t, &apiserver.Principal{Name: "team-a", Namespaces: []string{"team-a"}, Role: apiserver.RoleAdmin})
 	if err := e.st.Set("team-b", "theirs", []byte(planted)); err != nil {
 		t.Fatal(err)
 	}

@@ -42,9 +42,9 @@ func TestToolCallsOfAConversation(t *testing.T) {
 	url := srv.ServeLoopback(t, &apiserver.Principal{Name: "a", Namespaces: []string{"team-a"}})
 
 	toolcallstest.Conversation(t, srv, "team-a", "coder-1", "coder")
-	toolcallstest.Grant(t, srv, "team-a", "tools", "coder", toolcallstest.Exec("greet", "/bin/echo"))
-	toolcallstest.Grant(t, srv, "team-a", "more", "coder", toolcallstest.Exec("search", "/bin/true"))
-	toolcallstest.Grant(t, srv, "team-a", "theirs", "reviewer", toolcallstest.Exec("greet", "/bin/echo"))
+	toolcallstest.Grant(t, srv, "team-a", "tools", "coder", toolcallstest.Tool("greet"))
+	toolcallstest.Grant(t, srv, "team-a", "more", "coder", toolcallstest.Tool("search"))
+	toolcallstest.Grant(t, srv, "team-a", "theirs", "reviewer", toolcallstest.Tool("greet"))
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
 	at := func(s int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s) * time.Second)) }
 	toolcallstest.Call(t, srv, "team-a", "tools", v1alpha1.ToolCall{Tool: "greet", Conversation: "coder-1", At: at(1), DurationMillis: 5, BytesOut: 6})
@@ -90,7 +90,7 @@ func TestToolCallsOfAConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
+	if resp.StatusCode != http.StatusForbidden { // no role may create toolcalls
 		t.Fatalf("POST: %d", resp.StatusCode)
 	}
 }

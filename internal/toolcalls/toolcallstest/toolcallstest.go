@@ -45,9 +45,9 @@ func Grant(tb testing.TB, srv *apiservertest.Server, ns, name, subject string, t
 	})
 }
 
-// Exec is an exec-backed tool grant.
-func Exec(name, command string) v1alpha1.ToolGrant {
-	return v1alpha1.ToolGrant{Name: name, Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: command}}}
+// Tool is a grant's tool named name, of the ToolClass of the same name.
+func Tool(name string) v1alpha1.ToolGrant {
+	return v1alpha1.ToolGrant{Name: name, ClassName: name}
 }
 
 // Call records one call on grant ns/name as the tool server does: one status
