@@ -17,8 +17,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"aicli.dev/aicli/internal/capability"
 	"aicli.dev/aicli/internal/apiserver"
+	"aicli.dev/aicli/internal/capability"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/secrets"
 	"aicli.dev/aicli/internal/secrets/secretwire"
@@ -107,7 +107,7 @@ func newTokenCommand() *cobra.Command {
 			"MonitorAttachments and uses their subresources (send, attach, start, mail, rearm, recall); admin also\n" +
 			"writes the namespace's Secrets; cluster-admin (with --namespace '*') may do anything, ToolClasses and\n" +
 			"NamespacePolicies included, like the unix socket's owner.",
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				file = layout.Dir(dataDir).Tokens()

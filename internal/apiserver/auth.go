@@ -165,4 +165,3 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*Principal, error) {
 	}
 	return nil, apierrors.NewUnauthorized("the bearer token is not valid")
 }
-

@@ -223,7 +223,9 @@ func TestNarrower(t *testing.T) {
 		func(c *v1alpha1.ToolGrant) { c.Attenuation = nil },
 		func(c *v1alpha1.ToolGrant) { c.TimeoutSeconds = 60 },
 		func(c *v1alpha1.ToolGrant) { c.ClassName = "shell" },
-		func(c *v1alpha1.ToolGrant) { c.Backend = &v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/sh"}} },
+		func(c *v1alpha1.ToolGrant) {
+			c.Backend = &v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{Command: "/bin/sh"}}
+		},
 		func(c *v1alpha1.ToolGrant) { c.SecretRefs = []v1alpha1.SecretRef{{Name: "more", Env: "M"}} },
 		func(c *v1alpha1.ToolGrant) { c.Parameters = nil },
 		func(c *v1alpha1.ToolGrant) { c.Parameters = []string{"repo", "other"} },

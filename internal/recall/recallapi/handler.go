@@ -48,9 +48,9 @@ func Mount(s *apiserver.Server, r *recall.Recall, agents Agents) {
 	h := &handler{r: r, agents: agents}
 	base := apischema.APIPath + "/namespaces/{namespace}/agents/{agent}/" + recallwire.Buckets
 	s.Handle(base, apiserver.Authorized("agents/recallbuckets", h.route(h.buckets, http.MethodGet)))
-	s.Handle(base+"/{bucket}/"+recallwire.Documents, apiserver.Authorized("agents/recallbuckets", 
+	s.Handle(base+"/{bucket}/"+recallwire.Documents, apiserver.Authorized("agents/recallbuckets",
 		h.route(h.documents, http.MethodGet, http.MethodPost, http.MethodPut)))
-	s.Handle(base+"/{bucket}/"+recallwire.Documents+"/{id}", apiserver.Authorized("agents/recallbuckets", 
+	s.Handle(base+"/{bucket}/"+recallwire.Documents+"/{id}", apiserver.Authorized("agents/recallbuckets",
 		h.route(h.document, http.MethodGet, http.MethodDelete)))
 	s.Handle(base+"/{bucket}/"+recallwire.Search, apiserver.Authorized("agents/recallbuckets", h.route(h.search, http.MethodGet)))
 }
