@@ -3,8 +3,10 @@ package authority
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -302,8 +304,8 @@ func TestPinsAndAttenuatedTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.Args; len(got) != 2 || got[1] != "--lang=en" {
-		t.Fatalf("args %v", got)
+	if got := a.Args; !reflect.DeepEqual(got, []string{"--lang=en", "--", "world"}) {
+		t.Fatalf("args %q", got)
 	}
 	_, err = e.call("uid-1", "fp-1", h.token("greet"), "--lang=fr")
 	refusedFor(t, err, string(capability.ReasonParamMismatch))
@@ -395,6 +397,51 @@ func TestDelegationOnlyNarrows(t *testing.T) {
 	// Only to a peer the delegator may message.
 	_, err = d.Delegate(context.Background(), caller, h.token("greet"), "greet", toolwire.DelegateArgs{Peer: "carol"})
 	refusedFor(t, err, ReasonNotAPeer)
+}
+
+// TestDelegatedPinCannotBeWidenedBack: alice delegates greet to bob with repo pinned; whatever bob passes, the call
+// is refused (param_mismatch, counted on the delegated grant) or the arguments it authorises, read by Go's flag
+// package as a backend would, give the pinned repo.
+func TestDelegatedPinCannotBeWidenedBack(t *testing.T) {
+	e := newEnv(t)
+	e.grant("g", "alice", nil)
+	h := e.hold("alice", "c1", "uid-1", "fp-1")
+	d := Delegator{Authorizer: e.auth}
+	if _, err := d.Delegate(context.Background(), tools.Caller{ConversationUID: "uid-1", GuestFingerprint: "fp-1"},
+		h.token("greet"), "greet", toolwire.DelegateArgs{Peer: "bob", Params: map[string]string{"repo": "team/allowed"}}); err != nil {
+		t.Fatal(err)
+	}
+	hb := e.hold("bob", "c2", "uid-2", "fp-2")
+	attacks := [][]string{
+		{"-repo=evil/other", "-out"},
+		{"--rep=evil", "--out"},
+		{"--repo", "evil/other"},
+		{"---repo=evil/other"},
+		{"--repo=evil/other"},
+		{"-out", "--repo=team/allowed"},
+		{"--out=-repo=evil/other", "x"},
+		{"x", "--", "-repo=evil/other"},
+		{"—repo=evil/other"},
+	}
+	for _, args := range attacks {
+		a, err := e.call("uid-2", "fp-2", hb.token("greet"), args...)
+		var r *tools.Refusal
+		if errors.As(err, &r) {
+			if r.Reason != ReasonBadParams || r.Grant == "g" || r.Grant == "" {
+				t.Errorf("%q: refusal %+v", args, r)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		fs := flag.NewFlagSet("greet", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		repo, _ := fs.String("repo", "", ""), fs.String("out", "", "")
+		if err := fs.Parse(append(append([]string(nil), a.Tool.Backend.Exec.Args...), a.Args...)); err != nil || *repo != "team/allowed" {
+			t.Errorf("%q: authorised %q, which Go's flag package reads as repo=%q (err %v)", args, a.Args, *repo, err)
+		}
+	}
 }
 
 func TestRecorderWritesEachCallOnTheGrant(t *testing.T) {

@@ -22,7 +22,7 @@ const (
 	ReasonRevoked       = "revoked"        // the grant changed or is gone since the token was minted
 	ReasonQuotaExceeded = "quota_exceeded" // the tool's calls-per-hour cap is reached
 	ReasonNoSecret      = "secret_missing" // a secret the tool needs is not set
-	ReasonBadParams     = "param_mismatch" // the caller passed a pinned parameter with another value
+	ReasonBadParams     = "param_mismatch" // the arguments are not what the tool's pins and declared parameters allow (tools.BackendArgs)
 )
 
 // SecretReader reads supervisor-held secrets.
@@ -48,14 +48,28 @@ func refuse(reason, format string, args ...any) error {
 	return &tools.Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
+// toolRefusal names the tool in a *tools.Refusal's message.
+func toolRefusal(tool string, err error) error {
+	var r *tools.Refusal
+	if !errors.As(err, &r) {
+		return err
+	}
+	return refuse(r.Reason, "%s: %s", tool, r.Message)
+}
+
 // Authorize implements tools.Authorizer.
 func (a *Authorizer) Authorize(ctx context.Context, c tools.Caller, r toolwire.Request) (*tools.Authorization, error) {
-	v, lease, err := a.verify(c, r.Tool, r.Token, tools.ParseParams(r.Args))
+	v, lease, err := a.verify(c, r.Tool, r.Token)
 	if err != nil {
 		return nil, err
 	}
 	if v.Claims.Grant == grants.BuiltinGrant {
-		return a.authorizeBuiltin(ctx, lease, v.Claims.Tool, r)
+		// Built-ins parse their own arguments; a pin a holder added to its token still binds them.
+		args, err := tools.BackendArgs(r.Args, v.Claims.Params, nil)
+		if err != nil {
+			return nil, toolRefusal(v.Claims.Tool, err)
+		}
+		return a.authorizeBuiltin(ctx, lease, v.Claims.Tool, args)
 	}
 	auth, err := a.authorizeVerified(ctx, lease, v, r)
 	var ref *tools.Refusal
@@ -67,7 +81,13 @@ func (a *Authorizer) Authorize(ctx context.Context, c tools.Caller, r toolwire.R
 }
 
 // authorizeVerified checks what a verified token cannot: the grant now, the
-// call cap, the pins against the arguments, and the secrets.
+// arguments against the token's pins and the tool's declared parameters, the
+// call cap, and the secrets.
+//
+// The token's pins (v.Claims.Params: the grant's attenuation at mint and every
+// param caveat, verified) are enforced here by the one strict parse of the
+// arguments (tools.BackendArgs, docs/decisions/0031), whose canonical result
+// is what the backend receives.
 func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capability.Verified, r toolwire.Request) (*tools.Authorization, error) {
 	entry, grant, err := a.currentTool(ctx, lease.Namespace, v.Claims)
 	if err != nil {
@@ -83,12 +103,12 @@ func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capab
 	if att.ExpiresAt != nil && !a.now().Before(att.ExpiresAt.Time) {
 		return nil, refuse(ReasonRevoked, "%s: the capability expired at %s", tool.Name, att.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	args, err := tools.BackendArgs(r.Args, att.PinnedParams, tool.Parameters)
+	if err != nil {
+		return nil, toolRefusal(tool.Name, err)
+	}
 	if !a.Quota.Allow(lease.Namespace+"/"+grant.Name+"/"+tool.Name, int(att.MaxCallsPerHour), a.now()) {
 		return nil, refuse(ReasonQuotaExceeded, "%s: the cap of %d calls per hour is reached", tool.Name, att.MaxCallsPerHour)
-	}
-	args, err := tools.ApplyPins(r.Args, att.PinnedParams)
-	if err != nil {
-		return nil, refuse(ReasonBadParams, "%s: %v", tool.Name, err)
 	}
 	secrets := map[string][]byte{}
 	for _, ref := range tool.SecretRefs {
@@ -104,10 +124,11 @@ func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capab
 	}, nil
 }
 
+
 // authorizeBuiltin checks that the agent still holds the built-in tool (its
 // peer policy and Grants are read now); what the call reaches is checked by the
 // built-in itself.
-func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool string, r toolwire.Request) (*tools.Authorization, error) {
+func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool string, args []string) (*tools.Authorization, error) {
 	agent := &v1alpha1.Agent{}
 	err := a.Client.Get(ctx, lease.Namespace, lease.Agent, agent)
 	if apierrors.IsNotFound(err) {
@@ -127,22 +148,23 @@ func (a *Authorizer) authorizeBuiltin(ctx context.Context, lease Lease, tool str
 		if t.Name == tool {
 			return &tools.Authorization{
 				Namespace: lease.Namespace, Agent: lease.Agent, Conversation: lease.Conversation, ConversationUID: lease.UID,
-				Grant: grants.BuiltinGrant, Tool: t.ResolvedTool, Args: r.Args, Builtin: true,
+				Grant: grants.BuiltinGrant, Tool: t.ResolvedTool, Args: args, Builtin: true,
 			}, nil
 		}
 	}
 	return nil, refuse(ReasonRevoked, "%s: agent %q no longer holds this built-in tool (its spec.peers, Grants or MonitorAttachments changed)", tool, lease.Agent)
 }
 
-// verify checks the lease and the token as presented on this connection.
-func (a *Authorizer) verify(c tools.Caller, tool, token string, params map[string]string) (capability.Verified, Lease, error) {
+// verify checks the lease and the token as presented on this connection. The
+// token's pins are checked against the arguments by authorizeVerified.
+func (a *Authorizer) verify(c tools.Caller, tool, token string) (capability.Verified, Lease, error) {
 	lease, ok := a.Leases.Lookup(c.ConversationUID)
 	if !ok {
 		return capability.Verified{}, Lease{}, refuse(ReasonNoLease, "this conversation holds no capability lease (it is not live)")
 	}
 	v, err := a.Keys.Verify(token, capability.Presentation{
 		Namespace: lease.Namespace, Conversation: c.ConversationUID, Holder: c.GuestFingerprint,
-		Tool: tool, Params: params, Now: a.now(),
+		Tool: tool, Now: a.now(),
 	})
 	var ref *capability.Refusal
 	if errors.As(err, &ref) {

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"aicli.dev/aicli/apis/v1alpha1"
@@ -11,20 +12,28 @@ import (
 	"aicli.dev/aicli/internal/tools"
 )
 
+// holdBuiltins makes alice's conversation c1 (uid-1, key fp-1) hold the
+// built-ins her definition gives, as the lease phase does.
+func (e *env) holdBuiltins() (*v1alpha1.Agent, *memHolder) {
+	e.t.Helper()
+	alice := &v1alpha1.Agent{}
+	if err := e.client.Get(context.Background(), "default", "alice", alice); err != nil {
+		e.t.Fatal(err)
+	}
+	h := &memHolder{}
+	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: "alice", Conversation: "c1", UID: "uid-1",
+		Fingerprint: "fp-1", Tools: grants.Builtins(alice, nil, nil), Holder: h}); err != nil {
+		e.t.Fatal(err)
+	}
+	return alice, h
+}
+
 // TestBuiltinAuthorityFollowsTheAgentSpec: alice's peer policy gives her the
 // mail built-ins; a token verifies for her conversation only, and removing
 // the policy revokes the tool at the next call, with no Grant involved.
 func TestBuiltinAuthorityFollowsTheAgentSpec(t *testing.T) {
 	e := newEnv(t)
-	alice := &v1alpha1.Agent{}
-	if err := e.client.Get(context.Background(), "default", "alice", alice); err != nil {
-		t.Fatal(err)
-	}
-	h := &memHolder{}
-	if err := e.leases.Hold(context.Background(), Lease{Namespace: "default", Agent: "alice", Conversation: "c1", UID: "uid-1",
-		Fingerprint: "fp-1", Tools: grants.Builtins(alice, nil, nil), Holder: h}); err != nil {
-		t.Fatal(err)
-	}
+	alice, h := e.holdBuiltins()
 	tok := h.token(grants.MailSend)
 	if tok == "" {
 		t.Fatal("no mail-send capability minted")
@@ -49,6 +58,30 @@ func TestBuiltinAuthorityFollowsTheAgentSpec(t *testing.T) {
 	}
 	_, err = call("uid-1", "fp-1")
 	refusedFor(t, err, ReasonRevoked)
+}
+
+// TestBuiltinTokenPinsBindItsArguments: a pin the holder adds to a built-in's
+// token is enforced by the same strict parse as a granted tool's.
+func TestBuiltinTokenPinsBindItsArguments(t *testing.T) {
+	e := newEnv(t)
+	_, h := e.holdBuiltins()
+	narrow, err := capability.Attenuate(h.token(grants.MailSend), capability.Attenuation{Params: map[string]string{"to": "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(args ...string) (*tools.Authorization, error) {
+		return e.auth.Authorize(context.Background(), tools.Caller{ConversationUID: "uid-1", GuestFingerprint: "fp-1"},
+			toolwire.Request{Op: toolwire.OpCall, Tool: grants.MailSend, Args: args, Token: narrow})
+	}
+	_, err = call("-to=carol", "hi")
+	refusedFor(t, err, ReasonBadParams)
+	a, err := call("bob", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Args, []string{"--to=bob", "--", "bob", "hi"}) {
+		t.Fatalf("args %q", a.Args)
+	}
 }
 
 // TestAdviseIsRevokedWhenTheAttachmentTurnsWatchOnly: may-inject comes from a

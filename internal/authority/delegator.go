@@ -49,7 +49,7 @@ const ReasonDelegationLimit = "delegation_limit"
 
 // Delegate implements tools.Delegator.
 func (d Delegator) Delegate(ctx context.Context, c tools.Caller, token, toolName string, req toolwire.DelegateArgs) (string, error) {
-	v, lease, err := d.verify(c, toolName, token, nil)
+	v, lease, err := d.verify(c, toolName, token)
 	if err != nil {
 		return "", err
 	}

@@ -32,7 +32,8 @@ type Authorization struct {
 	Tool grants.ResolvedTool
 	// Secrets maps a secretRef name to its value, resolved by the authorizer.
 	Secrets map[string][]byte
-	// Args are the arguments to run with (pinned parameters applied).
+	// Args are what the backend receives after its fixed args: BackendArgs of the caller's arguments (canonical when
+	// the tool has pins or declared parameters).
 	Args []string
 	// Builtin marks a built-in tool (grants.Builtins): Options.Builtins runs it.
 	Builtin bool
