@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"aicli.dev/aicli/internal/console"
+	"aicli.dev/aicli/internal/console/auth"
 	"aicli.dev/aicli/internal/console/fleet"
 	"aicli.dev/aicli/internal/layout"
 )
@@ -31,6 +32,8 @@ func newRootCommand() *cobra.Command {
 		cfg                  console.Config
 		supervisors, tokens  []string
 		passwordFile, logFmt string
+		proxies              []string
+		secureCookies        string
 	)
 	root := &cobra.Command{
 		Use:   "aicli-console",
@@ -39,7 +42,8 @@ func newRootCommand() *cobra.Command {
 			"(unix:///path/to/supervisor.sock or https://host:port, optionally NAME=ADDR; default: the local " +
 			"supervisor's socket); a given list replaces the stored one. Its own state is one small file in " +
 			"--data-dir: the console password's hash and the supervisor list. At the first start it prints a " +
-			"generated password once (or takes --password-file).",
+			"generated password once (or takes --password-file). Behind a TLS-terminating reverse proxy, list it with " +
+			"--trusted-proxy so the login limits see each client's address and the cookies are Secure.",
 		Example:       "  aicli-console\n  aicli-console --supervisor a=unix:///srv/a/supervisor.sock,b=https://b.example:7443 --supervisor-token b=/etc/aicli/b.token",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -66,6 +70,13 @@ func newRootCommand() *cobra.Command {
 					return fmt.Errorf("--supervisor-token %q: no --supervisor is named %q", t, name)
 				}
 			}
+			var err error
+			if cfg.TrustedProxies, err = auth.ParseProxies(proxies); err != nil {
+				return fmt.Errorf("--trusted-proxy: %w", err)
+			}
+			if cfg.SecureCookies, err = auth.ParseCookieMode(secureCookies); err != nil {
+				return fmt.Errorf("--secure-cookies: %w", err)
+			}
 			if passwordFile != "" {
 				raw, err := os.ReadFile(passwordFile)
 				if err != nil {
@@ -85,5 +96,7 @@ func newRootCommand() *cobra.Command {
 	f.StringVar(&cfg.DataDir, "data-dir", filepath.Join(layout.DefaultDataDir(), "console"), "directory of the console's own small state file")
 	f.StringVar(&passwordFile, "password-file", "", "set the console password from this file (at least 12 characters)")
 	f.StringVar(&logFmt, "log-format", "json", "log format: json or text")
+	f.StringArrayVar(&proxies, "trusted-proxy", nil, "CIDR or address of a reverse proxy whose X-Forwarded-For, -Proto and -Host are believed (repeatable; default: none)")
+	f.StringVar(&secureCookies, "secure-cookies", string(auth.CookiesAuto), "mark cookies Secure: auto (when reached over https: TLS, or a trusted proxy's X-Forwarded-Proto), always or never")
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -89,7 +90,7 @@ func startConsoleOn(t *testing.T, envs []*convapitest.Env, names ...string) *con
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	sess, err := a.Login("a-long-test-password")
+	sess, err := a.Login(netip.IPv6Loopback(), "a-long-test-password")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,13 +25,33 @@ type wsConn struct {
 	mu sync.Mutex
 }
 
-// accept upgrades the request (same origin only: websocket.Accept checks it).
-func accept(w http.ResponseWriter, r *http.Request) (*wsConn, error) {
-	c, err := websocket.Accept(w, r, nil)
+// accept upgrades the request, from the console's own origin only: the
+// origin rule of every state-changing request (auth.SameOrigin, which knows
+// a trusted proxy's X-Forwarded-Host and -Proto), and websocket.Accept's own
+// check against that host.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request) (*wsConn, error) {
+	if !s.Auth.SameOrigin(r) {
+		http.Error(w, "refused: a live view must be opened from the console's own pages", http.StatusForbidden)
+		return nil, errors.New("cross-origin websocket")
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: []string{matchLiteral(s.Auth.Proxies.Host(r))}})
 	if err != nil {
 		return nil, err
 	}
 	return &wsConn{c: c}, nil
+}
+
+// matchLiteral escapes s as a path.Match pattern that matches only s (an
+// IPv6 host has brackets).
+func matchLiteral(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // send writes v as one JSON text message.
@@ -106,7 +127,7 @@ func (s *Server) watchStream(w http.ResponseWriter, r *http.Request) {
 		}
 		sups = []*fleet.Supervisor{sup}
 	}
-	c, err := accept(w, r)
+	c, err := s.accept(w, r)
 	if err != nil {
 		return
 	}
@@ -164,7 +185,7 @@ func (s *Server) transcriptStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
-	c, err := accept(w, r)
+	c, err := s.accept(w, r)
 	if err != nil {
 		return
 	}
@@ -203,7 +224,7 @@ func (s *Server) attachStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := accept(w, r)
+	c, err := s.accept(w, r)
 	if err != nil {
 		return
 	}
@@ -301,7 +322,7 @@ func (s *Server) streamTarget(w http.ResponseWriter, r *http.Request) (*fleet.Su
 // RESYNC on connect): GET /ws/health. Pages re-read what a supervisor going
 // down or coming back changes; a down supervisor has no watch to say so.
 func (s *Server) healthStream(w http.ResponseWriter, r *http.Request) {
-	c, err := accept(w, r)
+	c, err := s.accept(w, r)
 	if err != nil {
 		return
 	}

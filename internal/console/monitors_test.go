@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -63,7 +64,7 @@ func newTestConsole(t testing.TB, sups ...state.Supervisor) *testConsole {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	sess, err := a.Login(testPassword)
+	sess, err := a.Login(netip.IPv6Loopback(), testPassword)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,12 @@ type Config struct {
 	HealthInterval time.Duration
 	// Ready is called with the listening address once it serves.
 	Ready func(addr net.Addr)
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For, -Proto
+	// and -Host are believed (--trusted-proxy).
+	TrustedProxies auth.Proxies
+	// SecureCookies decides the cookies' Secure attribute (--secure-cookies,
+	// default auto).
+	SecureCookies auth.CookieMode
 }
 
 // Run serves the consoles until ctx ends.
@@ -62,7 +68,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	f.Interval = cfg.HealthInterval
-	a := &auth.Auth{State: st}
+	a := &auth.Auth{State: st, Proxies: cfg.TrustedProxies, Cookies: cfg.SecureCookies, Logger: cfg.Logger}
 	generated, err := a.EnsurePassword(cfg.Password)
 	if err != nil {
 		return err

@@ -1,7 +1,8 @@
 // Package auth guards the console: one console password (stored as a bcrypt
-// hash in the state file, set at first start), in-memory login sessions
-// behind an HttpOnly SameSite=Strict cookie, and a per-session CSRF token
-// required on every state-changing request.
+// hash in the state file, set at first start) whose guessing a Limiter slows,
+// in-memory login sessions behind an HttpOnly SameSite=Strict cookie (Secure
+// over https, also behind a trusted TLS-terminating proxy), and a per-session
+// CSRF token from the console's own origin on every state-changing request.
 package auth
 
 import (
@@ -11,7 +12,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -48,10 +51,29 @@ type Auth struct {
 	State *state.File
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Limiter slows password guessing (nil: a Limiter with its defaults).
+	Limiter *Limiter
+	// Proxies are the reverse proxies whose X-Forwarded-For, -Proto and
+	// -Host are believed (none by default).
+	Proxies Proxies
+	// Cookies decides the cookies' Secure attribute (default auto).
+	Cookies CookieMode
+	// Logger receives failed and refused logins (default slog.Default()).
+	Logger *slog.Logger
+	// Compare checks a password against the stored hash (default
+	// bcrypt.CompareHashAndPassword): a seam for tests.
+	Compare func(hash, password []byte) error
 
-	mu       sync.Mutex
-	sessions map[string]*Session
+	limiterOnce sync.Once
+	mu          sync.Mutex
+	sessions    map[string]*Session
+	refused     int       // throttled attempts since refusedLog
+	refusedLog  time.Time // when refused attempts were last logged
 }
+
+// refusedLogEvery spaces the log lines about throttled attempts, which an
+// attacker can send as fast as he likes.
+const refusedLogEvery = time.Minute
 
 // EnsurePassword makes sure a console password is set. With none stored, it
 // uses password when given (and long enough), otherwise it generates one;
@@ -94,12 +116,44 @@ func (a *Auth) now() time.Time {
 // ErrBadPassword is a failed login.
 var ErrBadPassword = errors.New("wrong password")
 
-// Login checks password and opens a session.
-func (a *Auth) Login(password string) (*Session, error) {
+func (a *Auth) log() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+func (a *Auth) limiter() *Limiter {
+	a.limiterOnce.Do(func() {
+		if a.Limiter == nil {
+			a.Limiter = &Limiter{}
+		}
+	})
+	return a.Limiter
+}
+
+// Login checks password, tried from client, and opens a session. While the
+// client is locked out, or all clients together are over the rate, it
+// refuses with a *ThrottledError without checking the password. A wrong
+// password is ErrBadPassword and is logged (with the client, never the
+// password).
+func (a *Auth) Login(client netip.Addr, password string) (*Session, error) {
+	lim := a.limiter()
+	failures, locked, err := lim.begin(client, a.now())
+	if err != nil {
+		a.logRefused(client, err)
+		return nil, err
+	}
 	hash := a.State.Get().PasswordHash
-	if hash == "" || bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil {
+	compare := a.Compare
+	if compare == nil {
+		compare = bcrypt.CompareHashAndPassword
+	}
+	if hash == "" || compare([]byte(hash), []byte(password)) != nil {
+		a.log().Warn("console: failed login", "client", client.String(), "failures", failures, "lockedOutFor", locked.String())
 		return nil, ErrBadPassword
 	}
+	lim.succeeded(client)
 	s := &Session{ID: Token(32), CSRF: Token(32), seen: a.now()}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -113,6 +167,21 @@ func (a *Auth) Login(password string) (*Session, error) {
 	}
 	a.sessions[s.ID] = s
 	return s, nil
+}
+
+// logRefused logs throttled attempts, at most one line a minute.
+func (a *Auth) logRefused(client netip.Addr, err error) {
+	now := a.now()
+	a.mu.Lock()
+	a.refused++
+	if now.Sub(a.refusedLog) < refusedLogEvery {
+		a.mu.Unlock()
+		return
+	}
+	n := a.refused
+	a.refused, a.refusedLog = 0, now
+	a.mu.Unlock()
+	a.log().Warn("console: login attempts refused without a password check", "refused", n, "lastClient", client.String(), "reason", err.Error())
 }
 
 // Logout ends the session.
@@ -138,34 +207,51 @@ func (a *Auth) Session(r *http.Request) *Session {
 	return s
 }
 
+// ClientAddr is the address of the request's client (see Proxies.ClientAddr).
+func (a *Auth) ClientAddr(r *http.Request) netip.Addr { return a.Proxies.ClientAddr(r) }
+
+// Secure reports whether cookies set in reply to r are marked Secure: per
+// Cookies, and in auto mode when the browser reached the console over https
+// (TLS, or a trusted proxy's X-Forwarded-Proto).
+func (a *Auth) Secure(r *http.Request) bool {
+	switch a.Cookies {
+	case CookiesAlways:
+		return true
+	case CookiesNever:
+		return false
+	}
+	return a.Proxies.HTTPS(r)
+}
+
 // SetCookie sets the session cookie on w.
-func SetCookie(w http.ResponseWriter, r *http.Request, s *Session) {
+func (a *Auth) SetCookie(w http.ResponseWriter, r *http.Request, s *Session) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.ID, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(SessionTTL / time.Second)})
+		Secure: a.Secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(SessionTTL / time.Second)})
 }
 
 // ClearCookie removes the session cookie.
-func ClearCookie(w http.ResponseWriter) {
+func (a *Auth) ClearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, MaxAge: -1,
-		SameSite: http.SameSiteStrictMode})
+		Secure: a.Secure(r), SameSite: http.SameSiteStrictMode})
 }
 
 // LoginToken returns the pre-login CSRF token of the browser (set as a
 // cookie when missing): the login form must echo it.
-func LoginToken(w http.ResponseWriter, r *http.Request) string {
+func (a *Auth) LoginToken(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(loginCookie); err == nil && len(c.Value) >= 32 {
 		return c.Value
 	}
 	t := Token(32)
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: t, Path: "/login", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: a.Secure(r), SameSite: http.SameSiteStrictMode})
 	return t
 }
 
-// CheckLoginToken reports whether the login form echoes the browser's pre-login token.
-func CheckLoginToken(r *http.Request) bool {
+// CheckLoginToken reports whether the login form echoes the browser's
+// pre-login token, from the console's own origin.
+func (a *Auth) CheckLoginToken(r *http.Request) bool {
 	c, err := r.Cookie(loginCookie)
-	return err == nil && sameOrigin(r) && equal(c.Value, r.PostFormValue(CSRFField))
+	return err == nil && a.SameOrigin(r) && equal(c.Value, r.PostFormValue(CSRFField))
 }
 
 type ctxKey struct{}
@@ -199,7 +285,7 @@ func (a *Auth) Require(next http.Handler) http.Handler {
 			if token == "" {
 				token = r.PostFormValue(CSRFField)
 			}
-			if !sameOrigin(r) || !equal(token, s.CSRF) {
+			if !a.SameOrigin(r) || !equal(token, s.CSRF) {
 				http.Error(w, "refused: missing or wrong CSRF token (reload the page and try again)", http.StatusForbidden)
 				return
 			}
@@ -208,14 +294,21 @@ func (a *Auth) Require(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin rejects a request whose Origin (when sent) is not this host.
-func sameOrigin(r *http.Request) bool {
+// SameOrigin reports whether the request's Origin, when it sends one, is the
+// console as the browser sees it: the host is the request's Host (or a
+// trusted proxy's X-Forwarded-Host), and when the browser reached the console
+// over https (TLS, or a trusted proxy's X-Forwarded-Proto) the scheme is
+// https. Without a trusted proxy the scheme is not known and not compared.
+func (a *Auth) SameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true
 	}
 	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, a.Proxies.Host(r)) {
+		return false
+	}
+	return u.Scheme == "https" || !a.Proxies.HTTPS(r)
 }
 
 func equal(a, b string) bool {

@@ -1,8 +1,10 @@
 package auth_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,13 +13,16 @@ import (
 	"aicli.dev/aicli/internal/console/state"
 )
 
+// testClient is the address the tests log in from.
+var testClient = netip.MustParseAddr("192.0.2.10")
+
 func newAuth(t *testing.T) (*auth.Auth, *state.File) {
 	t.Helper()
 	st, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &auth.Auth{State: st}, st
+	return &auth.Auth{State: st, Logger: slog.New(slog.DiscardHandler)}, st
 }
 
 func TestFirstStartGeneratesAPasswordStoredHashed(t *testing.T) {
@@ -32,10 +37,10 @@ func TestFirstStartGeneratesAPasswordStoredHashed(t *testing.T) {
 	if again, _ := a.EnsurePassword(""); again != "" {
 		t.Fatal("a second start generated another password")
 	}
-	if _, err := a.Login("wrong"); err == nil {
+	if _, err := a.Login(testClient, "wrong"); err == nil {
 		t.Fatal("a wrong password logged in")
 	}
-	if _, err := a.Login(pw); err != nil {
+	if _, err := a.Login(testClient, pw); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.EnsurePassword("short"); err == nil {
@@ -48,7 +53,7 @@ func TestRequireNeedsSessionAndCSRF(t *testing.T) {
 	if _, err := a.EnsurePassword("a-long-enough-password"); err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.Login("a-long-enough-password")
+	s, err := a.Login(testClient, "a-long-enough-password")
 	if err != nil {
 		t.Fatal(err)
 	}
