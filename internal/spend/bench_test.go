@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"aicli.dev/aicli/hack/spend/treegen"
 	"aicli.dev/aicli/internal/spend"
@@ -62,6 +64,8 @@ func benchFullScan(b *testing.B, scopes func(s *spend.Service, home string) []sp
 	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	defer func() { b.ReportMetric(float64((cpuTime(b)-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op") }()
 	for range b.N {
 		s, err := spend.NewService(spend.Options{Parsers: []spend.SessionParser{claude.Parser{}, codex.Parser{}}})
 		if err != nil {
@@ -75,6 +79,15 @@ func benchFullScan(b *testing.B, scopes func(s *spend.Service, home string) []sp
 			b.Fatalf("scan found %d days, %d unparseable files", len(rep.Days), rep.UnparseableFiles)
 		}
 	}
+}
+
+// cpuTime is the process's user and system CPU time: steadier than wall time on a shared machine.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFullScanLocal is `aictl spend --local`'s path: scopes without a home.
