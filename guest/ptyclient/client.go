@@ -188,7 +188,7 @@ func (c *Client) WatchStatus(ctx context.Context, fn func(ptyapi.StatusInfo) err
 }
 
 // followNDJSON reads the guest's NDJSON stream at path, one T per line, and
-// hands each to fn.
+// hands each to fn; a line longer than MaxStreamLine is skipped unread.
 func followNDJSON[T any](ctx context.Context, c *Client, path string, fn func(T) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -209,10 +209,10 @@ func followNDJSON[T any](ctx context.Context, c *Client, path string, fn func(T)
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 		return fmt.Errorf("guest %s: %w", path, server.ErrorFromBody(resp.StatusCode, data))
 	}
-	dec := json.NewDecoder(&streamBody{resp: resp, path: path})
+	lines := newLineReader(&streamBody{resp: resp, path: path}, MaxStreamLine)
 	for {
-		var v T
-		if err := dec.Decode(&v); err != nil {
+		line, err := lines.next()
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -223,6 +223,13 @@ func followNDJSON[T any](ctx context.Context, c *Client, path string, fn func(T)
 			if errors.As(err, &ce) {
 				return err // already names the path
 			}
+			return fmt.Errorf("guest %s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal(line, &v); err != nil {
 			return fmt.Errorf("guest %s: %w", path, err)
 		}
 		if err := fn(v); err != nil {

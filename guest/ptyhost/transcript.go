@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"aicli.dev/aicli/guest/harness"
@@ -45,8 +46,7 @@ func (h *Host) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEn
 		sid     string
 		path    string
 		missing bool
-		offset  int64
-		partial []byte
+		tail    storeTail
 	)
 	t := time.NewTicker(TranscriptPoll)
 	defer t.Stop()
@@ -60,12 +60,12 @@ func (h *Host) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEn
 				return fmt.Errorf("follow transcript: %w", err)
 			}
 			if cur != sid || p != path {
-				sid, path, offset, partial = cur, p, 0, nil
+				sid, path, tail = cur, p, storeTail{}
 			}
 		}
 		if path != "" {
 			var err error
-			offset, partial, missing, err = h.readTranscript(path, offset, partial, fn)
+			missing, err = h.readTranscript(path, &tail, fn)
 			if err != nil {
 				return err
 			}
@@ -104,37 +104,63 @@ func (h *Host) followStore(ctx context.Context, sf harness.StoreFollower, fn fun
 	return fmt.Errorf("follow transcript: %w", err)
 }
 
-// readTranscript parses the complete lines appended to path since offset and
-// hands their entries to fn; it returns the new offset, any incomplete tail
-// and whether the file does not exist (yet).
-func (h *Host) readTranscript(path string, offset int64, partial []byte,
-	fn func(ptyapi.TranscriptEntry) error) (int64, []byte, bool, error) {
-	f, err := os.Open(path)
+// maxTranscriptRead bounds one poll's read of the session file.
+const maxTranscriptRead = 64 << 20
+
+// storeTail is where a follow stands in a session file: the offset read up to, the incomplete last line read so
+// far, and whether that line outgrew harness.MaxJSONLLine and is being skipped up to its newline (so a line
+// without end costs the guest at most that much memory, not the file's size).
+type storeTail struct {
+	offset  int64
+	partial []byte
+	skip    bool
+}
+
+// readTranscript parses the complete lines appended to path since t and hands their entries to fn, advancing t; it
+// reports whether the file does not exist (yet). Only a regular file is read: a FIFO the CLI put in its place is an
+// error, not a blocking open.
+func (h *Host) readTranscript(path string, t *storeTail, fn func(ptyapi.TranscriptEntry) error) (bool, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return offset, partial, true, nil // the CLI has not written this session yet
+		return true, nil // the CLI has not written this session yet
 	}
 	if err != nil {
-		return offset, partial, false, fmt.Errorf("follow transcript: %w", err)
+		return false, fmt.Errorf("follow transcript: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() < offset {
-		// Truncated or replaced: start over (fn's caller dedupes by entry id).
-		offset, partial = 0, nil
-	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return offset, partial, false, fmt.Errorf("follow transcript: %w", err)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	st, err := f.Stat()
 	if err != nil {
-		return offset, partial, false, fmt.Errorf("follow transcript: %w", err)
+		return false, fmt.Errorf("follow transcript: %w", err)
 	}
-	offset += int64(len(data))
-	buf := append(partial, data...)
+	if !st.Mode().IsRegular() {
+		return false, fmt.Errorf("follow transcript: %s is not a regular file", path)
+	}
+	if st.Size() < t.offset {
+		// Truncated or replaced: start over (fn's caller dedupes by entry id).
+		*t = storeTail{}
+	}
+	data := make([]byte, min(st.Size()-t.offset, maxTranscriptRead))
+	n, err := f.ReadAt(data, t.offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("follow transcript: %w", err)
+	}
+	data = data[:n]
+	t.offset += int64(n)
+	if t.skip {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			return false, nil
+		}
+		data, t.skip = data[nl+1:], false
+	}
+	buf := append(t.partial, data...)
 	end := bytes.LastIndexByte(buf, '\n')
-	if end < 0 {
-		return offset, buf, false, nil
+	complete, rest := buf[:end+1], buf[end+1:]
+	if len(rest) > harness.MaxJSONLLine {
+		h.log.Warn("skipping a transcript line longer than the limit", "file", path, "limit", harness.MaxJSONLLine)
+		rest, t.skip = nil, true
 	}
-	complete, rest := buf[:end+1], append([]byte(nil), buf[end+1:]...)
+	t.partial = append([]byte(nil), rest...)
 	// Line by line, so one malformed line costs only itself.
 	for _, line := range bytes.SplitAfter(complete, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -147,9 +173,9 @@ func (h *Host) readTranscript(path string, offset int64, partial []byte,
 		}
 		for _, e := range entries {
 			if err := fn(e.TranscriptEntry); err != nil {
-				return offset, rest, false, err
+				return false, err
 			}
 		}
 	}
-	return offset, rest, false, nil
+	return false, nil
 }

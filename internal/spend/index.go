@@ -26,6 +26,9 @@ type fileEntry struct {
 	// Offset is the byte offset after the last complete line consumed; bytes past it (a partial line) are
 	// re-read on the next call.
 	Offset int64
+	// Skip says Offset is inside a line longer than MaxLineBytes (already counted as unparseable): the next read
+	// skips to its newline.
+	Skip bool
 	// TailHash fingerprints the up-to-64 bytes before Offset, to detect a file replaced by other content.
 	TailHash uint64
 	// State is the parser's resume state at Offset.
@@ -41,6 +44,9 @@ type fileEntry struct {
 	Quota *Quota
 
 	seen bool
+	// pending says the last call left some of the file unread (Options.ScanBudget); not persisted, every call
+	// sets it again.
+	pending bool
 }
 
 // unparseable reports whether the file as a whole counts as unparseable.
@@ -228,7 +234,7 @@ func (x *index) resetFile(f *fileEntry) {
 	}
 	f.Rows = nil
 	x.touch(f.Path)
-	f.Offset, f.TailHash, f.State, f.Lines, f.Unparseable, f.ReadError, f.Quota = 0, 0, nil, 0, 0, "", nil
+	f.Offset, f.Skip, f.TailHash, f.State, f.Lines, f.Unparseable, f.ReadError, f.Quota = 0, false, 0, nil, 0, 0, "", nil
 	f.Size, f.MtimeNs, f.Ino = -1, 0, 0
 }
 

@@ -20,9 +20,9 @@ type SessionParser interface {
 	Harness() Harness
 	// HomeRoots returns the session roots inside an agent's durable home directory.
 	HomeRoots(home string) []string
-	// Discover lists the session files under roots, and the directories under them that could not be listed;
-	// missing roots are not an error.
-	Discover(roots []string) ([]SourceFile, error)
+	// Discover lists the session files under roots, and the directories under them that could not be listed,
+	// listing directories only with readDir (WalkFiles does); missing roots are not an error.
+	Discover(roots []string, readDir ReadDirFunc) ([]SourceFile, error)
 	// NewFile starts reading one file, resuming from state a previous FileParser returned (nil: from the start).
 	NewFile(path string, state []byte) (FileParser, error)
 }

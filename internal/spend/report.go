@@ -16,8 +16,11 @@ type Report struct {
 	// UnparseableFiles counts files that could not be read or held no parseable line, and folders under a session
 	// root that could not be listed (their files' tokens are missing from the report).
 	UnparseableFiles int `json:"unparseableFiles"`
-	// UnparseableLines counts complete lines that could not be parsed.
+	// UnparseableLines counts complete lines that could not be parsed, lines longer than MaxLineBytes included.
 	UnparseableLines int64 `json:"unparseableLines"`
+	// PendingFiles counts files of agent homes that this call did not read to the end because it had read its
+	// budget of the home (Options.ScanBudget): their remaining tokens are missing, and later calls read on.
+	PendingFiles int `json:"pendingFiles,omitempty"`
 	// SaturatedRows counts the rows of Days whose token counts reached spend.MaxTokens (see ModelSpend.Saturated).
 	SaturatedRows int `json:"saturatedRows"`
 	// PricingSource is the pricing chain link that answered: live, cache or bundled.
@@ -156,6 +159,9 @@ func (s *Service) reportLocked(ctx context.Context, sinceDay int32, scopes []Sco
 		rep.UnparseableLines += f.Unparseable
 		if f.unparseable() {
 			rep.UnparseableFiles++
+		}
+		if f.pending {
+			rep.PendingFiles++
 		}
 		if f.Quota == nil || f.Agent == "" && len(agentNames) > 0 {
 			continue

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -27,6 +26,10 @@ type Scope struct {
 	Agent     string
 	Harness   Harness
 	Roots     []string
+	// Home, when set, confines the scope to that directory, whose content its writer controls (an agent's home):
+	// Roots must lie inside it, no symbolic link is followed out of it, only regular files are read, and one call
+	// reads at most Options.ScanBudget bytes of the scope's files (later calls read on). HomeScopes sets it.
+	Home string
 }
 
 func (s Scope) agentKey() string {
@@ -46,6 +49,10 @@ type Options struct {
 	Pricing ModelPricingSource
 	// Workers bounds parallel file reads; 0 means GOMAXPROCS.
 	Workers int
+	// ScanBudget bounds the bytes one call reads from the files of one home-confined scope (see Scope.Home);
+	// 0 means DefaultScanBudget. A file left unread is read on by the next calls (Report.PendingFiles counts
+	// them). It is at least MaxLineBytes+1, so a file always makes progress.
+	ScanBudget int64
 }
 
 // Service computes spend history over session roots, keeping an incremental index between calls.
@@ -71,6 +78,10 @@ func NewService(opts Options) (*Service, error) {
 	if s.opts.Workers <= 0 {
 		s.opts.Workers = runtime.GOMAXPROCS(0)
 	}
+	if s.opts.ScanBudget == 0 {
+		s.opts.ScanBudget = DefaultScanBudget
+	}
+	s.opts.ScanBudget = max(s.opts.ScanBudget, MaxLineBytes+1)
 	return s, nil
 }
 
@@ -84,7 +95,8 @@ func (s *Service) HomeScopes(homes []AgentHome) []Scope {
 	var out []Scope
 	for _, a := range homes {
 		for _, h := range harnesses {
-			out = append(out, Scope{Namespace: a.Namespace, Agent: a.Name, Harness: h, Roots: s.parsers[h].HomeRoots(a.Home)})
+			out = append(out, Scope{Namespace: a.Namespace, Agent: a.Name, Harness: h, Roots: s.parsers[h].HomeRoots(a.Home),
+				Home: a.Home})
 		}
 	}
 	return out
@@ -93,6 +105,7 @@ func (s *Service) HomeScopes(homes []AgentHome) []Scope {
 type discovered struct {
 	src   SourceFile
 	scope Scope
+	files *access
 	stat  fileStat
 	err   error
 }
@@ -138,22 +151,28 @@ func (s *Service) loadLocked() error {
 	return nil
 }
 
-// discover lists the files of all scopes, keeping one copy per SourceFile.Key and harness.
-func (s *Service) discover(scopes []Scope) (map[string]*discovered, error) {
+// discover lists the files of all scopes, keeping one copy per SourceFile.Key and harness. It opens the homes of
+// confined scopes in homes (to be closed by the caller).
+func (s *Service) discover(scopes []Scope, homes map[string]*access) (map[string]*discovered, error) {
 	best := map[string]*discovered{}
 	for _, sc := range scopes {
 		p, ok := s.parsers[sc.Harness]
 		if !ok {
 			return nil, fmt.Errorf("spend: no parser for harness %q", sc.Harness)
 		}
-		files, err := p.Discover(sc.Roots)
+		acc := homes[sc.Home]
+		if acc == nil {
+			acc = openAccess(sc.Home)
+			homes[sc.Home] = acc
+		}
+		files, err := p.Discover(sc.Roots, acc.readDir)
 		if err != nil {
 			return nil, fmt.Errorf("spend: discover %s files: %w", sc.Harness, err)
 		}
 		for _, f := range files {
-			d := &discovered{src: f, scope: sc, err: f.Err}
+			d := &discovered{src: f, scope: sc, files: acc, err: f.Err}
 			if f.Err == nil {
-				d.stat, d.err = statFile(f.Path)
+				d.stat, d.err = acc.stat(f.Path)
 			}
 			k := string(sc.Harness) + "\x00" + f.Key
 			if cur, ok := best[k]; ok {
@@ -172,7 +191,13 @@ func (s *Service) discover(scopes []Scope) (map[string]*discovered, error) {
 }
 
 func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
-	found, err := s.discover(scopes)
+	homes := map[string]*access{}
+	defer func() {
+		for _, a := range homes {
+			a.close()
+		}
+	}()
+	found, err := s.discover(scopes, homes)
 	if err != nil {
 		return err
 	}
@@ -206,6 +231,7 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 			x.touch(path)
 			changed = true
 		}
+		f.pending = false
 		if d.err != nil {
 			if f.ReadError != d.err.Error() {
 				f.ReadError = d.err.Error()
@@ -218,28 +244,28 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 			continue
 		}
 		changed = true
-		if f.Offset > 0 && (d.stat.Size < f.Offset || d.stat.Ino != f.Ino || !s.tailMatches(f)) {
+		if f.Offset > 0 && (d.stat.Size < f.Offset || d.stat.Ino != f.Ino || !tailMatches(d.files, f)) {
 			if s.dedups(f.Harness) {
 				resetHarness[f.Harness] = true
 			} else {
 				x.resetFile(f)
 			}
 		}
-		jobs = append(jobs, &scanJob{entry: f, parser: s.parsers[f.Harness], stat: d.stat})
+		jobs = append(jobs, newJob(f, s.parsers[f.Harness], d))
 	}
 	for h := range resetHarness {
 		x.resetHarness(h)
 		for path, d := range found {
 			f := x.files[path]
 			if f.Harness == h && d.err == nil && !hasJob(jobs, f) {
-				jobs = append(jobs, &scanJob{entry: f, parser: s.parsers[h], stat: d.stat})
+				jobs = append(jobs, newJob(f, s.parsers[h], d))
 			}
 		}
 	}
 	for _, j := range jobs {
-		j.offset, j.state = j.entry.Offset, j.entry.State
+		j.offset, j.skip, j.state = j.entry.Offset, j.entry.Skip, j.entry.State
 	}
-	if err := s.runJobs(ctx, jobs); err != nil {
+	if err := s.runJobs(ctx, s.budgeted(jobs)); err != nil {
 		return err
 	}
 	if (changed || x.dirty()) && s.opts.IndexPath != "" {
@@ -248,6 +274,48 @@ func (s *Service) updateLocked(ctx context.Context, scopes []Scope) error {
 		}
 	}
 	return nil
+}
+
+func newJob(f *fileEntry, p SessionParser, d *discovered) *scanJob {
+	j := &scanJob{entry: f, parser: p, files: d.files, stat: d.stat, limit: -1}
+	if d.scope.Home != "" {
+		j.budget = string(d.scope.Harness) + "\x00" + d.scope.agentKey() + "\x00" + d.scope.Home
+	}
+	return j
+}
+
+// budgeted returns the jobs to run now: all of an unconfined scope's, and of a confined scope's as many as
+// Options.ScanBudget covers, smallest first, the last one limited to what is left of the budget. The jobs left out
+// and the limited one are pending: their files are read on by the next call.
+func (s *Service) budgeted(jobs []*scanJob) []*scanJob {
+	sort.SliceStable(jobs, func(i, j int) bool {
+		a, b := jobs[i], jobs[j]
+		if a.budget != b.budget {
+			return a.budget < b.budget
+		}
+		if a.remaining() != b.remaining() {
+			return a.remaining() < b.remaining()
+		}
+		return a.entry.Path < b.entry.Path
+	})
+	run := jobs[:0]
+	left, scope := int64(0), "\x00none"
+	for _, j := range jobs {
+		if j.budget != scope {
+			scope, left = j.budget, s.opts.ScanBudget
+		}
+		switch {
+		case j.budget == "" || j.remaining() <= left:
+			left -= j.remaining()
+		case left > MaxLineBytes: // enough for a line: read what the budget allows, so the file makes progress
+			j.limit, left = left, 0
+		default:
+			j.entry.pending = true
+			continue
+		}
+		run = append(run, j)
+	}
+	return run
 }
 
 func hasJob(jobs []*scanJob, f *fileEntry) bool {
@@ -265,8 +333,8 @@ func (s *Service) dedups(h Harness) bool {
 	return ok && d.DedupsAcrossFiles()
 }
 
-func (s *Service) tailMatches(f *fileEntry) bool {
-	fh, err := os.Open(f.Path)
+func tailMatches(files *access, f *fileEntry) bool {
+	fh, _, err := files.openRegular(f.Path)
 	if err != nil {
 		return false
 	}
@@ -291,7 +359,7 @@ func (s *Service) runJobs(ctx context.Context, jobs []*scanJob) error {
 			buf := make([]byte, initialBuf)
 			for j := range work {
 				var r scanResult
-				r, buf = j.scan(buf)
+				r, buf = j.scan(buf, func(evs []Event) { results <- scanResult{job: j, partial: true, events: evs} })
 				results <- r
 			}
 		}()
@@ -313,8 +381,14 @@ func (s *Service) runJobs(ctx context.Context, jobs []*scanJob) error {
 		for _, ev := range r.events {
 			s.idx.apply(f, ev)
 		}
+		if r.partial {
+			continue
+		}
 		f.Size, f.MtimeNs, f.Ino = r.job.stat.Size, r.job.stat.MtimeNs, r.job.stat.Ino
-		f.Offset, f.TailHash, f.State = r.offset, r.tail, r.state
+		f.Offset, f.Skip, f.TailHash, f.State = r.offset, r.skip, r.tail, r.state
+		if r.more {
+			f.Size, f.pending = -1, true // read on next time
+		}
 		f.Lines += r.lines
 		f.Unparseable += r.unparseable
 		if r.quota != nil {

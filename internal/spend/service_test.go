@@ -388,10 +388,30 @@ func TestSumsSaturateInsteadOfWrapping(t *testing.T) {
 	}
 }
 
+// deniedParser lists directories through the lister it is handed, except those in denied: tests run as root, who
+// can list a mode-000 directory, so permission denial is simulated at the Discover seam.
+type deniedParser struct {
+	spend.SessionParser
+	denied map[string]bool
+}
+
+func (p deniedParser) Discover(roots []string, readDir spend.ReadDirFunc) ([]spend.SourceFile, error) {
+	return p.SessionParser.Discover(roots, func(name string, n int) ([]fs.DirEntry, error) {
+		if p.denied[name] {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+		}
+		return readDir(name, n)
+	})
+}
+
+func (p deniedParser) DedupsAcrossFiles() bool {
+	d, ok := p.SessionParser.(spend.CrossFileDeduplicator)
+	return ok && d.DedupsAcrossFiles()
+}
+
 // TestUnreadableFolderIsCounted: a folder under a root that cannot be listed is counted with the unreadable files
-// (its files' tokens are unknown), not skipped silently. Tests run as root, who can list a mode-000 directory, so
-// permission denial goes through the parsers' ReadDir seam; a `projects` that is a file (ENOTDIR, which root gets
-// too) exercises the real filesystem.
+// (its files' tokens are unknown), not skipped silently. Permission denial goes through the Discover seam
+// (deniedParser); a `projects` that is a file (ENOTDIR, which root gets too) exercises the real filesystem.
 func TestUnreadableFolderIsCounted(t *testing.T) {
 	f := newFixture(t)
 	f.write(claudeFile, cl("m1", "r1", false, "2025-11-03T10:00:00Z", 1, 0, 0, 1))
@@ -399,14 +419,8 @@ func TestUnreadableFolderIsCounted(t *testing.T) {
 	f.write("codex/sessions/2025/11/03/rollout-a.jsonl", `{"timestamp":"2025-11-03T10:00:01Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}`+"\n"+
 		`{"timestamp":"2025-11-03T10:00:02Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100,"output_tokens":10}}}}`+"\n")
 	denied := map[string]bool{filepath.Join(f.dir, "claude/projects/-hidden"): true, filepath.Join(f.dir, "codex/sessions/2025"): true}
-	readDir := func(name string) ([]fs.DirEntry, error) {
-		if denied[name] {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
-		}
-		return os.ReadDir(name)
-	}
 	s, err := spend.NewService(spend.Options{IndexPath: f.index, Pricing: pricing.FileSource{Path: f.pricingFile()},
-		Parsers: []spend.SessionParser{claude.Parser{ReadDir: readDir}, codex.Parser{ReadDir: readDir}}})
+		Parsers: []spend.SessionParser{deniedParser{claude.Parser{}, denied}, deniedParser{codex.Parser{}, denied}}})
 	if err != nil {
 		t.Fatal(err)
 	}

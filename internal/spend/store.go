@@ -20,8 +20,8 @@ import (
 // snapshot's generation; a log of another generation is ignored. When the log outgrows half the snapshot, the next
 // save writes a fresh snapshot (temp file, fsync, rename) and starts a new log.
 const (
-	snapshotMagic = "AICLISPENDIDX\x03"
-	logMagic      = "AICLISPENDLOG\x03"
+	snapshotMagic = "AICLISPENDIDX\x04"
+	logMagic      = "AICLISPENDLOG\x04"
 	minCompact    = 1 << 20
 )
 
@@ -133,6 +133,7 @@ func (e *encoder) file(f *fileEntry) {
 	e.varint(f.MtimeNs)
 	e.uvarint(f.Ino)
 	e.varint(f.Offset)
+	e.bool(f.Skip)
 	e.uvarint(f.TailHash)
 	e.bytes(f.State)
 	e.varint(f.Lines)
@@ -166,7 +167,7 @@ func (e *encoder) file(f *fileEntry) {
 
 func (d *decoder) file(nkeys int) *fileEntry {
 	f := &fileEntry{Path: d.str(), Harness: Harness(d.str()), Agent: d.str(), Size: d.varint(), MtimeNs: d.varint(),
-		Ino: d.uvarint(), Offset: d.varint(), TailHash: d.uvarint(), State: d.bytes(), Lines: d.varint(),
+		Ino: d.uvarint(), Offset: d.varint(), Skip: d.bool(), TailHash: d.uvarint(), State: d.bytes(), Lines: d.varint(),
 		Unparseable: d.varint(), ReadError: d.str()}
 	if len(f.State) == 0 {
 		f.State = nil

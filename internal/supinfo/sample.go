@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -151,26 +149,4 @@ func measure(ctx context.Context, o *Options) infowire.Disk {
 		out.Error = err.Error()
 	}
 	return out
-}
-
-// dirSize sums the apparent sizes of the regular files under root (a missing root is 0). Files that vanish or
-// cannot be read during the walk are skipped; ctx ends the walk early with the size so far.
-func dirSize(ctx context.Context, root string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(root, func(_ string, e fs.DirEntry, err error) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err != nil || !e.Type().IsRegular() {
-			return nil
-		}
-		if fi, err := e.Info(); err == nil {
-			n += fi.Size()
-		}
-		return nil
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	return n, err
 }

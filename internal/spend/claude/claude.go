@@ -14,10 +14,7 @@ import (
 const SyntheticModel = "<synthetic>"
 
 // Parser is the Claude Code SessionParser.
-type Parser struct {
-	// ReadDir lists directories during Discover; nil means os.ReadDir (a seam for tests).
-	ReadDir spend.ReadDirFunc
-}
+type Parser struct{}
 
 var _ spend.SessionParser = Parser{}
 
@@ -46,12 +43,12 @@ func DefaultRoots(getenv func(string) string, home string) []string {
 
 // Discover implements spend.SessionParser: every *.jsonl under <root>/projects, recursively (subagent
 // transcripts live under <session-id>/subagents/), and every folder there that could not be listed.
-func (p Parser) Discover(roots []string) ([]spend.SourceFile, error) {
+func (Parser) Discover(roots []string, readDir spend.ReadDirFunc) ([]spend.SourceFile, error) {
 	var out []spend.SourceFile
 	seen := map[string]bool{}
 	for _, root := range roots {
 		dir := filepath.Join(root, "projects")
-		err := spend.WalkFiles(dir, ".jsonl", p.ReadDir, func(path, _ string) {
+		err := spend.WalkFiles(dir, ".jsonl", readDir, func(path, _ string) {
 			if !seen[path] {
 				seen[path] = true
 				out = append(out, spend.SourceFile{Path: path, Key: path})

@@ -92,7 +92,7 @@ func TestDiscoverRecursiveAndRoots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files, err := Parser{}.Discover([]string{a, b, filepath.Join(a, "missing")})
+	files, err := Parser{}.Discover([]string{a, b, filepath.Join(a, "missing")}, spend.ReadDir)
 	if err != nil {
 		t.Fatal(err)
 	}

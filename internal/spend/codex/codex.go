@@ -19,10 +19,7 @@ const UnknownModel = "unknown"
 const replayGapMillis = 1000
 
 // Parser is the Codex SessionParser.
-type Parser struct {
-	// ReadDir lists directories during Discover; nil means os.ReadDir (a seam for tests).
-	ReadDir spend.ReadDirFunc
-}
+type Parser struct{}
 
 var _ spend.SessionParser = Parser{}
 
@@ -49,11 +46,11 @@ func DefaultRoots(getenv func(string) string, home string) []string {
 // Discover implements spend.SessionParser. Files are keyed by name, so a rollout present in both sessions/ and
 // archived_sessions/ (or in two roots) is read once; the active sessions/ copy wins. A folder that could not be
 // listed is reported too.
-func (p Parser) Discover(roots []string) ([]spend.SourceFile, error) {
+func (Parser) Discover(roots []string, readDir spend.ReadDirFunc) ([]spend.SourceFile, error) {
 	var out []spend.SourceFile
 	for _, root := range roots {
 		for rank, sub := range []string{"archived_sessions", "sessions"} {
-			err := spend.WalkFiles(filepath.Join(root, sub), ".jsonl", p.ReadDir, func(path, name string) {
+			err := spend.WalkFiles(filepath.Join(root, sub), ".jsonl", readDir, func(path, name string) {
 				out = append(out, spend.SourceFile{Path: path, Key: name, Rank: rank})
 			}, func(path string, err error) {
 				out = append(out, spend.UnreadableDir(path, err))

@@ -173,7 +173,7 @@ func TestDiscoverActiveCopyWins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files, err := Parser{}.Discover([]string{root})
+	files, err := Parser{}.Discover([]string{root}, spend.ReadDir)
 	if err != nil {
 		t.Fatal(err)
 	}
