@@ -128,6 +128,45 @@ func TestPhaseTools(t *testing.T) {
 	}
 }
 
+// TestPhaseToolsWithoutUnresolvedOnes: a tool whose grant still defines its
+// own backend (stored before ToolClasses), or whose class is gone or stops
+// admitting the namespace, is not mounted; the conversation runs with the
+// others and nothing crashes.
+func TestPhaseToolsWithoutUnresolvedOnes(t *testing.T) {
+	e := newPhaseEnv(t, nil)
+	withTools(t, e)
+	e.guests.pty.status = ptyapi.StatusInfo{}
+	e.h.create("agents", fakeAgentJSON)
+	e.h.create("grants", greetGrant("g1", "greet"))
+	e.h.create("grants", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"legacy"},"spec":{"subject":"a","tools":[`+
+		`{"name":"sh","backend":{"exec":{"command":"/bin/sh"}}}]}}`)
+	e.h.create("grants", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"nocls"},"spec":{"subject":"a","tools":[`+
+		`{"name":"ghost","className":"gone"}]}}`)
+	e.h.create("conversations", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Conversation","metadata":{"name":"c"},"spec":{"agentRef":"a","desiredState":"Active"}}`)
+	if _, err := e.settle(); err != nil {
+		t.Fatal(err)
+	}
+	e.want(v1alpha1.ConditionToolsReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "1 tools mounted at /opt/aicli/bin: greet")
+	uid := string(e.conv().UID)
+
+	// The class stops admitting the namespace: greet goes too.
+	class := &v1alpha1.ToolClass{}
+	if err := e.h.client.Get(context.Background(), "", "echo", class); err != nil {
+		t.Fatal(err)
+	}
+	class.Spec.Namespaces = []string{"elsewhere"}
+	if err := e.h.client.Update(context.Background(), class); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := (toolmount.Dirs{Root: e.h.dir.Tools()}).List(uid); len(names) != 0 {
+		t.Fatalf("tools after the class closed: %v", names)
+	}
+	e.want(v1alpha1.ConditionToolsReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "no tools granted")
+}
+
 func TestPhaseToolsWithoutBinaryWaits(t *testing.T) {
 	e := newPhaseEnv(t, nil)
 	e.h.create("toolclasses", echoClass)

@@ -141,3 +141,26 @@ func TestGrantDelegationWiderThanParentIsRevoked(t *testing.T) {
 	e.reconcile("d")
 	e.want("d", v1alpha1.ConditionReferencesResolved, metav1.ConditionFalse, v1alpha1.ReasonParentRevoked, "maxCallsPerHour 50 exceeds the parent's 5")
 }
+
+// TestGrantWithoutAResolvableClassIsStalled: a grant stored before ToolClasses
+// with its own backend, or naming a class that is missing or does not admit
+// its namespace, is Stalled with a reason saying which and what to do.
+func TestGrantWithoutAResolvableClassIsStalled(t *testing.T) {
+	e := newGrantEnv(t)
+	e.h.create("agents", fakeAgentJSON)
+	e.h.create("grants", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"legacy"},"spec":{"subject":"a","tools":[`+
+		`{"name":"sh","backend":{"exec":{"command":"/bin/sh"}}}]}}`)
+	e.reconcile("legacy")
+	e.want("legacy", v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonInlineBackend, "kind: ToolClass, metadata.name: sh")
+	e.want("legacy", v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInlineBackend, "")
+
+	e.h.create("grants", `{"apiVersion":"aicli.dev/v1alpha1","kind":"Grant","metadata":{"name":"nocls"},"spec":{"subject":"a","tools":[`+
+		`{"name":"gh","className":"gh"}]}}`)
+	e.reconcile("nocls")
+	e.want("nocls", v1alpha1.ConditionToolsReady, metav1.ConditionFalse, v1alpha1.ReasonClassNotFound, `ToolClass "gh" does not exist`)
+
+	e.h.create("toolclasses", `{"apiVersion":"aicli.dev/v1alpha1","kind":"ToolClass","metadata":{"name":"gh"},`+
+		`"spec":{"namespaces":["team-b"],"backend":{"exec":{"command":"/usr/bin/gh"}}}}`)
+	e.reconcile("nocls")
+	e.want("nocls", v1alpha1.ConditionToolsReady, metav1.ConditionFalse, v1alpha1.ReasonClassNotAllowed, `does not admit namespace "default"`)
+}

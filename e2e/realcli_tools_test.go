@@ -44,14 +44,8 @@ var _ = Describe("A granted tool in a real CLI", Label("real-cli", "tools"), fun
 		sup.apply(ctx, fmt.Sprintf(`{"apiVersion":"aicli.dev/v1alpha1","kind":"Agent","metadata":{"name":"claude-tools","namespace":"default"},
 			"spec":{"harness":"claude","model":"claude-sonnet-4-5-20250929","provider":{"endpoint":%q,"credential":"Secret","secretName":"provider-key"}}}`,
 			provider.URL()))
-		grant, _ := json.Marshal(map[string]any{"apiVersion": "aicli.dev/v1alpha1", "kind": "Grant",
-			"metadata": map[string]any{"name": "greet", "namespace": "default"},
-			"spec": map[string]any{"subject": "claude-tools", "tools": []any{map[string]any{
-				"name": "greet", "usage": "greet NAME: greets NAME",
-				"backend":    map[string]any{"exec": map[string]any{"command": "/bin/sh", "args": []string{"-c", greetScript, "greet"}}},
-				"secretRefs": []any{map[string]any{"name": "greet-key", "env": "GREET_KEY"}},
-			}}}})
-		sup.apply(ctx, string(grant))
+		sup.apply(ctx, shellToolClass("greet", greetScript, 30))
+		sup.apply(ctx, toolGrant("greet", "claude-tools", "greet"))
 
 		conv := sup.start(ctx, "claude-tools")
 		DeferCleanup(func(ctx SpecContext) {

@@ -34,6 +34,27 @@ import (
 // derived from the secret it receives host-side, and the caller's argument.
 const greetScript = `printf %s "$GREET_KEY" | sha256sum | cut -c1-16; echo "hello $1"`
 
+// shellToolClass is a ToolClass (what a cluster admin approves) running
+// script with /bin/sh on the supervisor host, with the secret greet-key as
+// $GREET_KEY.
+func shellToolClass(name, script string, timeoutSeconds int) string {
+	b, _ := json.Marshal(map[string]any{"apiVersion": "aicli.dev/v1alpha1", "kind": "ToolClass",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"usage": name + " NAME: greets NAME", "timeoutSeconds": timeoutSeconds,
+			"backend":    map[string]any{"exec": map[string]any{"command": "/bin/sh", "args": []string{"-c", script, name}}},
+			"secretRefs": []any{map[string]any{"name": "greet-key", "env": "GREET_KEY"}},
+		}})
+	return string(b)
+}
+
+// toolGrant is a Grant named and of the tool class, to subject in namespace default.
+func toolGrant(class, subject, name string) string {
+	b, _ := json.Marshal(map[string]any{"apiVersion": "aicli.dev/v1alpha1", "kind": "Grant",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+		"spec":     map[string]any{"subject": subject, "tools": []any{map[string]any{"name": class, "className": class}}}})
+	return string(b)
+}
+
 var _ = Describe("Granted tools", Label("tools"), func() {
 	It("are mounted executables whose calls run host-side with secrets that never enter the container", func(ctx SpecContext) {
 		dataDir := GinkgoT().TempDir()
@@ -49,19 +70,12 @@ var _ = Describe("Granted tools", Label("tools"), func() {
 
 		sup.apply(ctx, fakeAgent("greeter"))
 		sup.apply(ctx, fakeAgent("stranger"))
-		grant := func(name, tool, script string) string {
-			b, _ := json.Marshal(map[string]any{"apiVersion": "aicli.dev/v1alpha1", "kind": "Grant",
-				"metadata": map[string]any{"name": name, "namespace": "default"},
-				"spec": map[string]any{"subject": "greeter", "tools": []any{map[string]any{
-					"name": tool, "usage": tool + " NAME: greets NAME", "timeoutSeconds": 5,
-					"backend":    map[string]any{"exec": map[string]any{"command": "/bin/sh", "args": []string{"-c", script, tool}}},
-					"secretRefs": []any{map[string]any{"name": "greet-key", "env": "GREET_KEY"}},
-				}}}})
-			return string(b)
+		for _, tool := range []struct{ name, script string }{
+			{"greet", greetScript}, {"fail", "echo failing >&2; exit 7"}, {"hang", "sleep 100"},
+		} {
+			sup.apply(ctx, shellToolClass(tool.name, tool.script, 5))
+			sup.apply(ctx, toolGrant(tool.name, "greeter", tool.name))
 		}
-		sup.apply(ctx, grant("greet", "greet", greetScript))
-		sup.apply(ctx, grant("fail", "fail", "echo failing >&2; exit 7"))
-		sup.apply(ctx, grant("hang", "hang", "sleep 100"))
 
 		conv := sup.start(ctx, "greeter")
 		sup.waitState(ctx, conv, "Active", "IDLE", 2*time.Minute)
@@ -78,7 +92,7 @@ var _ = Describe("Granted tools", Label("tools"), func() {
 		sup.waitReply(ctx, conv, "run fail: exit 7: failing")
 		sup.waitState(ctx, conv, "Active", "IDLE", time.Minute)
 
-		By("a backend that hangs is killed at the grant's timeout")
+		By("a backend that hangs is killed at the class's timeout")
 		start := time.Now()
 		Expect(sup.send(ctx, conv, "wait "+cli.MarkRun+" hang")).To(Succeed())
 		sup.waitReply(ctx, conv, "run hang: exit 124")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -477,4 +478,85 @@ func TestRecorderWritesEachCallOnTheGrant(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = metav1.Now
+}
+
+// TestDelegationIsCapped: an agent may hold at most MaxLive live delegated
+// grants and delegate at most PerHour times an hour, and each delegation
+// counts as a call of the tool against its cap. Before the cap, a looping
+// CLI could create delegated grants without end.
+func TestDelegationIsCapped(t *testing.T) {
+	e := newEnv(t)
+	e.grant("g", "alice", &v1alpha1.Attenuation{MaxCallsPerHour: 1000})
+	h := e.hold("alice", "c1", "uid-1", "fp-1")
+	caller := tools.Caller{ConversationUID: "uid-1", GuestFingerprint: "fp-1"}
+	delegate := func(d Delegator) error {
+		_, err := d.Delegate(context.Background(), caller, h.token("greet"), "greet", toolwire.DelegateArgs{Peer: "bob"})
+		return err
+	}
+	live := Delegator{Authorizer: e.auth, MaxLive: 3, PerHour: 100}
+	for i := 0; i < 3; i++ {
+		if err := delegate(live); err != nil {
+			t.Fatalf("delegation %d: %v", i, err)
+		}
+	}
+	err := delegate(live)
+	refusedFor(t, err, ReasonDelegationLimit)
+	if !strings.Contains(err.Error(), "3 live delegated grants") {
+		t.Fatalf("refusal %v does not say the limit", err)
+	}
+
+	rate := Delegator{Authorizer: e.auth, MaxLive: 100, PerHour: 4} // 3 this hour already
+	if err := delegate(rate); err != nil {
+		t.Fatal(err)
+	}
+	refusedFor(t, delegate(rate), ReasonDelegationLimit)
+
+	// The tool's own cap: a grant of 2 calls an hour allows two delegations.
+	e2 := newEnv(t)
+	e2.grant("g", "alice", &v1alpha1.Attenuation{MaxCallsPerHour: 2})
+	h2 := e2.hold("alice", "c1", "uid-1", "fp-1")
+	d2 := Delegator{Authorizer: e2.auth}
+	for i, want := range []string{"", "", ReasonQuotaExceeded} {
+		_, err := d2.Delegate(context.Background(), caller, h2.token("greet"), "greet", toolwire.DelegateArgs{Peer: "bob"})
+		if want == "" && err != nil {
+			t.Fatalf("delegation %d: %v", i, err)
+		}
+		if want != "" {
+			refusedFor(t, err, want)
+		}
+	}
+}
+
+// TestClassChangesBindAtOnce: a token minted before its ToolClass narrowed
+// (a new pin, declared parameters) or went away is held to the class as it is
+// now on the next call.
+func TestClassChangesBindAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.grant("g", "alice", nil)
+	h := e.hold("alice", "c1", "uid-1", "fp-1")
+	if _, err := e.call("uid-1", "fp-1", h.token("greet"), "--repo=mine", "x"); err != nil {
+		t.Fatal(err)
+	}
+	c := &v1alpha1.ToolClass{}
+	if err := e.client.Get(context.Background(), "", "greet", c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Attenuation = &v1alpha1.Attenuation{PinnedParams: map[string]string{"repo": "team/app"}}
+	c.Spec.Parameters = []string{"lang"}
+	if err := e.client.Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.call("uid-1", "fp-1", h.token("greet"), "--repo=mine", "x")
+	refusedFor(t, err, ReasonBadParams)
+	_, err = e.call("uid-1", "fp-1", h.token("greet"), "--verbose=1", "x")
+	refusedFor(t, err, ReasonBadParams)
+	a, err := e.call("uid-1", "fp-1", h.token("greet"), "--lang=en", "x")
+	if err != nil || strings.Join(a.Args, " ") != "--lang=en --repo=team/app -- x" {
+		t.Fatalf("args %v, %v", a, err)
+	}
+	if _, err := e.st.Delete(context.Background(), "toolclasses", "", "greet", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.call("uid-1", "fp-1", h.token("greet"), "x")
+	refusedFor(t, err, ReasonRevoked)
 }
