@@ -124,7 +124,6 @@ func (a *Authorizer) authorizeVerified(ctx context.Context, lease Lease, v capab
 	}, nil
 }
 
-
 // authorizeBuiltin checks that the agent still holds the built-in tool (its
 // peer policy and Grants are read now); what the call reaches is checked by the
 // built-in itself.
