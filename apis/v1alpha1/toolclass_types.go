@@ -31,7 +31,7 @@ type ToolClassSpec struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]{1,6})?$`
 	CostUSD string `json:"costUSD,omitempty"`
 	// parameters are the only `--NAME=VALUE` options a caller may pass; other
-	// arguments must be operands (docs/tools.md#arguments). Empty means the
+	// arguments must be operands (docs/tools.md#parameters-and-pins). Empty means the
 	// caller's arguments are not restricted (unless something is pinned).
 	// +optional
 	// +listType=set
