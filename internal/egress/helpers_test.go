@@ -3,6 +3,7 @@ package egress_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,14 +62,20 @@ func (r *recorder) all() []denial {
 
 // dialLog records every address the server dialed.
 type dialLog struct {
-	mu    sync.Mutex
-	addrs []string
+	// offline records dials without connecting (addresses a test may not reach).
+	offline bool
+	mu      sync.Mutex
+	addrs   []string
 }
 
 func (d *dialLog) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d.mu.Lock()
 	d.addrs = append(d.addrs, addr)
+	offline := d.offline
 	d.mu.Unlock()
+	if offline {
+		return nil, errors.New("test dialer: offline")
+	}
 	var nd net.Dialer
 	return nd.DialContext(ctx, network, addr)
 }

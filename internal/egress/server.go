@@ -52,6 +52,10 @@ type Options struct {
 	ReportInterval time.Duration
 	// Dial connects to an allowed target (default a net.Dialer with DialTimeout). A seam for tests.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolver resolves an allowed domain before a tunnel dials it (default net.DefaultResolver). A seam for tests.
+	Resolver interface {
+		LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+	}
 	// ProviderTransport carries provider requests (default: a transport with no proxy and the dial and TLS
 	// timeouts above).
 	ProviderTransport http.RoundTripper
@@ -117,6 +121,9 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Dial == nil {
 		d := &net.Dialer{Timeout: opts.DialTimeout}
 		opts.Dial = d.DialContext
+	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
 	}
 	s := &Server{
 		opts: opts, log: opts.Logger.With("component", "egress"),

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -15,7 +16,13 @@ import (
 // one fails, or the tunnel idles out.
 func (s *Server) serveTunnel(conv string, st net.Conn, addr string) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.DialTimeout)
-	c, err := s.opts.Dial(ctx, "tcp", addr)
+	target, denial := s.resolveTarget(ctx, addr)
+	if denial != nil {
+		cancel()
+		s.refuse(conv, st, addr, denial)
+		return
+	}
+	c, err := s.opts.Dial(ctx, "tcp", target)
 	cancel()
 	if err != nil {
 		s.refuse(conv, st, addr, &Denial{egresswire.ReasonDialFailed, err.Error()})
@@ -27,6 +34,36 @@ func (s *Server) serveTunnel(conv string, st net.Conn, addr string) {
 	}
 	s.log.Debug("egress tunnel open", "conversation", conv, "target", addr)
 	pipe(s.ctx, st, c, s.opts.IdleTimeout)
+}
+
+// resolveTarget returns the address a tunnel to the allowed host:port dials. An IP literal or localhost, which the
+// allow-list names as such, is dialled as named. A domain is resolved here and dialled at its first address that is
+// not loopback, link-local (cloud metadata services live there) or unspecified: an allowed domain whose DNS answers
+// with the supervisor host's own addresses (a rebinding) is refused, and the check and the dial see the same address.
+func (s *Server) resolveTarget(ctx context.Context, addr string) (string, *Denial) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", &Denial{egresswire.ReasonMalformedHeader, err.Error()}
+	}
+	if net.ParseIP(host) != nil || host == "localhost" {
+		return addr, nil
+	}
+	ips, err := s.opts.Resolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return "", &Denial{egresswire.ReasonDialFailed, err.Error()}
+	}
+	for _, ip := range ips {
+		if !internalIP(ip.IP) {
+			return net.JoinHostPort(ip.IP.String(), port), nil
+		}
+	}
+	return "", &Denial{egresswire.ReasonHostInternal, fmt.Sprintf("%s resolves only to addresses of the supervisor host or its link (%v)", host, ips)}
+}
+
+// internalIP reports whether ip is loopback, link-local, multicast or unspecified.
+func internalIP(ip net.IP) bool {
+	return ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() ||
+		ip.IsMulticast() || ip.IsUnspecified()
 }
 
 // errStopped ends a pipe whose context ended.

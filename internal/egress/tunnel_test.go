@@ -268,3 +268,69 @@ func rawStream(t *testing.T, e *env, data []byte) (egresswire.Reply, error) {
 	err = egresswire.ReadFrame(st, &rep)
 	return rep, err
 }
+
+// rebinder answers every name with the addresses it maps it to.
+type rebinder map[string][]string
+
+func (r rebinder) LookupIPAddr(_ context.Context, host string) ([]net.IPAddr, error) {
+	var out []net.IPAddr
+	for _, a := range r[host] {
+		out = append(out, net.IPAddr{IP: net.ParseIP(a)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	return out, nil
+}
+
+// TestAllowedDomainDoesNotLeadIntoTheHost: a domain on the allow-list whose DNS
+// answers with loopback or link-local addresses (a rebinding toward the
+// supervisor host or a cloud metadata service) is refused with host_internal
+// and never dialled; one with a usable address is dialled at that address.
+// Before, the supervisor dialled whatever the name resolved to.
+func TestAllowedDomainDoesNotLeadIntoTheHost(t *testing.T) {
+	e := newEnv(t, egress.Options{Resolver: rebinder{
+		"rebind.example":   {"127.0.0.1"},
+		"metadata.example": {"169.254.169.254", "::1"},
+		"mixed.example":    {"127.0.0.1", "192.0.2.7"},
+	}})
+	e.dials.offline = true // 192.0.2.7 is not ours to reach: record the dial only
+	e.policy(t, "", "rebind.example:443", "metadata.example:80", "mixed.example:443")
+	connect := func(target string) int {
+		c, err := net.Dial("tcp", e.proxy.ProxyAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		_, _ = fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", target)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			t.Fatalf("CONNECT %s: %v", target, err)
+		}
+		return resp.StatusCode
+	}
+	for _, target := range []string{"rebind.example:443", "metadata.example:80"} {
+		if code := connect(target); code == http.StatusOK {
+			t.Errorf("%s: tunnel opened", target)
+		}
+	}
+	for _, d := range e.dials.all() {
+		if !strings.HasPrefix(d, "192.0.2.7") {
+			t.Errorf("dialled %s", d)
+		}
+	}
+	found := 0
+	for _, d := range e.denials.all() {
+		if strings.HasPrefix(d.reason, string(egresswire.ReasonHostInternal)) {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("denials %v, want two host_internal", e.denials.all())
+	}
+	connect("mixed.example:443") // the offline dialer fails; what it was asked to dial is what counts
+	if got := e.dials.all(); len(got) != 1 || got[0] != "192.0.2.7:443" {
+		t.Fatalf("dialled %v, want the non-internal address", got)
+	}
+}

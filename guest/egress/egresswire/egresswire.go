@@ -49,6 +49,7 @@ const (
 	ReasonPortNotAllowed  Reason = "port_not_allowed" // the host is allowed, the port is not
 	ReasonTooManyStreams  Reason = "too_many_streams" // the conversation's concurrent egress stream limit is reached
 	ReasonDialFailed      Reason = "dial_failed"      // allowed, but the supervisor could not connect
+	ReasonHostInternal    Reason = "host_internal"    // an allowed domain resolves only to loopback, link-local or unspecified addresses
 	ReasonShuttingDown    Reason = "shutting_down"    // the supervisor's egress server is closing
 )
 
