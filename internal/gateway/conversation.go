@@ -169,13 +169,9 @@ func (g *Gateway) listen(id string) (*conversation, error) {
 	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("gateway: remove stale socket: %w", err)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	ln, err := listenStaged(filepath.Join(g.opts.RunDir, "stage"), id, sock)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: listen %s: %w", sock, err)
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("gateway: chmod %s: %w", sock, err)
+		return nil, err
 	}
 	c := &conversation{
 		id: id, dir: dir, sock: sock, ln: ln,
@@ -188,6 +184,37 @@ func (g *Gateway) listen(id string) (*conversation, error) {
 	go g.acceptLoop(c)
 	g.log.Info("listening for guest", "conversation", id, "socket", sock)
 	return c, nil
+}
+
+// listenStaged listens on a socket that appears at sock already 0600. The conversation's directory is bind-mounted
+// into its container, where the guest runs as root: it may put a symlink where the socket goes, and a chmod by path
+// there would follow it to a host file. So the socket is made in stage, a host-only 0700 directory, chmodded there
+// and renamed into place (rename replaces whatever is at sock and never follows a link). Closing the listener leaves
+// the file; the next listen or the conversation's release removes it.
+func listenStaged(stage, id, sock string) (*net.UnixListener, error) {
+	if err := os.MkdirAll(stage, 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: create %s: %w", stage, err)
+	}
+	staged := filepath.Join(stage, id+".sock")
+	if err := os.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("gateway: remove stale staged socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: staged, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listen %s: %w", staged, err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(staged, 0o600); err != nil {
+		_ = ln.Close()
+		_ = os.Remove(staged)
+		return nil, fmt.Errorf("gateway: chmod %s: %w", staged, err)
+	}
+	if err := os.Rename(staged, sock); err != nil {
+		_ = ln.Close()
+		_ = os.Remove(staged)
+		return nil, fmt.Errorf("gateway: move the socket into place at %s: %w", sock, err)
+	}
+	return ln, nil
 }
 
 // acceptLoop accepts connections on a conversation's socket until its listener closes.

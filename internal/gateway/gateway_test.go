@@ -646,3 +646,36 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSocketAppearsPrivateWhateverTheContainerLeftThere: the socket is made
+// and chmodded in a host-only directory and moved into the mounted one, so a
+// link a container's root left at its path is replaced, never followed, and
+// the host file it pointed at keeps its mode.
+func TestSocketAppearsPrivateWhateverTheContainerLeftThere(t *testing.T) {
+	e := newEnv(t)
+	victim := filepath.Join(t.TempDir(), "host-file")
+	if err := os.WriteFile(victim, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.opts.RunDir, "conv", "conv-link")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, wire.SocketName)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := e.g.Prepare(context.Background(), "conv-link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(l.HostSocket)
+	if err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v, want a 0600 socket", fi, err)
+	}
+	if vi, _ := os.Stat(victim); vi.Mode().Perm() != 0o644 {
+		t.Fatalf("the host file became %v", vi.Mode().Perm())
+	}
+	if left, _ := os.ReadDir(filepath.Join(e.opts.RunDir, "stage")); len(left) != 0 {
+		t.Fatalf("staging dir holds %v", left)
+	}
+}
