@@ -168,7 +168,7 @@ func readMessage(r *http.Request, name string) (text, speaker string, err error)
 					fmt.Sprintf("monitor %q: %s", req.Monitor, strings.Join(msgs, "; ")))
 			}
 			if strings.TrimSpace(text) != "" {
-				text = transcriptwire.AdvicePrefix(req.Monitor) + text
+				text = transcriptwire.Advice(req.Monitor, text)
 			}
 			speaker = transcriptwire.SpeakerInjectedPrefix + req.Monitor
 		}

@@ -29,8 +29,8 @@ type TargetSide interface {
 	Follow(ctx context.Context, c TargetConversation, from int64) (<-chan transcriptwire.Entry, error)
 	// Last is the cursor of the last committed entry (0: none).
 	Last(ctx context.Context, c TargetConversation) (int64, error)
-	// Inject delivers text as monitor's advice: prefixed with
-	// transcriptwire.AdvicePrefix, attributed to injected:<monitor>, one
+	// Inject delivers text as monitor's advice: transcriptwire.Advice (the
+	// prefix, the text framed), attributed to injected:<monitor>, one
 	// atomic message. A conversation that is not live is a *Refusal (local)
 	// or the server's 409 (remote).
 	Inject(ctx context.Context, c TargetConversation, monitor, text string) error
@@ -107,7 +107,7 @@ func (l *localTarget) Inject(ctx context.Context, c TargetConversation, monitor,
 		return refuse("refused: target conversation %q is not live (it is %s): advice is delivered only into a running conversation",
 			c.Name, conv.Spec.DesiredState)
 	}
-	msg := transcriptwire.AdvicePrefix(monitor) + text
+	msg := transcriptwire.Advice(monitor, text)
 	if len(msg) > ptyapi.MaxMessageBytes {
 		return refuse("refused: the advice exceeds %d bytes", ptyapi.MaxMessageBytes-len(transcriptwire.AdvicePrefix(monitor)))
 	}
