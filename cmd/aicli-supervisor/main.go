@@ -97,7 +97,7 @@ func newLogger(format, level string) (*slog.Logger, error) {
 func newTokenCommand() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage bearer tokens of the TCP API"}
 	var dataDir, file, name string
-	var namespaces []string
+	var namespaces, monitors []string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a token bound to namespaces and print it once",
@@ -106,7 +106,7 @@ func newTokenCommand() *cobra.Command {
 			if file == "" {
 				file = layout.Dir(dataDir).Tokens()
 			}
-			raw, err := supervisor.CreateToken(file, name, namespaces)
+			raw, err := supervisor.CreateToken(file, name, namespaces, monitors)
 			if err != nil {
 				return err
 			}
@@ -119,6 +119,8 @@ func newTokenCommand() *cobra.Command {
 	create.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
 	create.Flags().StringVar(&name, "name", "", "who holds the token")
 	create.Flags().StringSliceVar(&namespaces, "namespace", nil, "namespace the token may touch (repeatable; \"*\" for all)")
+	create.Flags().StringSliceVar(&monitors, "monitor", nil,
+		"monitor agent the holder may send advice as (repeatable): for the home supervisor of a remote monitor")
 	token.AddCommand(create)
 	return token
 }

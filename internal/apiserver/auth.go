@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -20,7 +21,13 @@ import (
 type Principal struct {
 	Name       string
 	Namespaces []string
+	// Monitors are the monitor agents the caller may speak as in a send
+	// (the remote monitors of Token.Monitors).
+	Monitors []string
 }
+
+// MaySpeakAs reports whether the principal's credential names monitor.
+func (p *Principal) MaySpeakAs(monitor string) bool { return slices.Contains(p.Monitors, monitor) }
 
 // AllNamespaces reports whether the principal may touch every namespace.
 func (p *Principal) AllNamespaces() bool { return p.Namespaces == nil }
@@ -55,6 +62,10 @@ type Token struct {
 	SHA256 string `json:"sha256"`
 	// Namespaces the token may touch; ["*"] means all.
 	Namespaces []string `json:"namespaces"`
+	// Monitors are the monitor agents the holder may speak as: a send naming
+	// one of them is delivered as that monitor's advice (a remote monitor's
+	// home supervisor holds such a token; docs/monitors.md).
+	Monitors []string `json:"monitors,omitempty"`
 }
 
 // TokenFile is the on-disk list of bearer tokens.
@@ -88,6 +99,11 @@ func LoadTokens(path string) (*TokenFile, error) {
 		if len(t.Namespaces) == 0 {
 			return nil, fmt.Errorf("token file %s: tokens[%d].namespaces must name at least one namespace or \"*\"", path, i)
 		}
+		for j, m := range t.Monitors {
+			if msgs := validation.IsDNS1123Label(m); len(msgs) > 0 {
+				return nil, fmt.Errorf("token file %s: tokens[%d].monitors[%d] %q: %s", path, i, j, m, strings.Join(msgs, "; "))
+			}
+		}
 	}
 	return &tf, nil
 }
@@ -112,7 +128,7 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*Principal, error) {
 	sum := HashToken(strings.TrimSpace(raw))
 	for _, t := range a.tokens {
 		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(t.SHA256))) == 1 {
-			p := &Principal{Name: t.Name}
+			p := &Principal{Name: t.Name, Monitors: append([]string(nil), t.Monitors...)}
 			if !slices.Contains(t.Namespaces, "*") {
 				p.Namespaces = append([]string{}, t.Namespaces...)
 			}

@@ -65,6 +65,9 @@ func injectError(target string, err error) error {
 		return refuse("refused: target conversation %q is not live: %v", target, err)
 	case apierrors.IsNotFound(err):
 		return refuse("refused: target conversation %q no longer exists", target)
+	case apierrors.IsForbidden(err):
+		// The target's supervisor does not let this credential speak as the monitor (a token minted without --monitor).
+		return refuse("refused: the target's supervisor does not authorize this advice: %v", err)
 	case statusCode(err) == http.StatusRequestEntityTooLarge:
 		return refuse("refused: the advice is too large: %v", err)
 	}

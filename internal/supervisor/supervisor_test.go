@@ -98,15 +98,15 @@ func TestSecondSupervisorOnSameDataDirFailsClearly(t *testing.T) {
 func TestTCPNeedsTokenBoundToNamespaces(t *testing.T) {
 	dir := t.TempDir()
 	tokens := layout.Dir(dir).Tokens()
-	teamA, err := CreateToken(tokens, "team-a", []string{"team-a"})
+	teamA, err := CreateToken(tokens, "team-a", []string{"team-a"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := CreateToken(tokens, "admin", []string{"*"})
+	admin, err := CreateToken(tokens, "admin", []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CreateToken(tokens, "team-a", []string{"x"}); err == nil {
+	if _, err := CreateToken(tokens, "team-a", []string{"x"}, nil); err == nil {
 		t.Fatal("duplicate token name accepted")
 	}
 	raw, _ := os.ReadFile(tokens)

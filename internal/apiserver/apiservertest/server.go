@@ -109,9 +109,21 @@ func (s *Server) ServeUnix(tb testing.TB) string {
 // It returns the https:// address and a PEM file of the server certificate.
 func (s *Server) ServeTLS(tb testing.TB, tokens map[string][]string) (url, caFile string) {
 	tb.Helper()
-	tf := &apiserver.TokenFile{}
+	entries := map[string]apiserver.Token{}
 	for raw, namespaces := range tokens {
-		tf.Tokens = append(tf.Tokens, apiserver.Token{Name: "test", SHA256: apiserver.HashToken(raw), Namespaces: namespaces})
+		entries[raw] = apiserver.Token{Name: "test", Namespaces: namespaces}
+	}
+	return s.ServeTLSTokens(tb, entries)
+}
+
+// ServeTLSTokens is ServeTLS with whole token entries, by raw token (their
+// SHA256 is filled in).
+func (s *Server) ServeTLSTokens(tb testing.TB, tokens map[string]apiserver.Token) (url, caFile string) {
+	tb.Helper()
+	tf := &apiserver.TokenFile{}
+	for raw, t := range tokens {
+		t.SHA256 = apiserver.HashToken(raw)
+		tf.Tokens = append(tf.Tokens, t)
 	}
 	hs := httptest.NewTLSServer(s.handler(apiserver.NewTokenAuthenticator(tf).Authenticate))
 	tb.Cleanup(func() { s.closeServer(hs) })
