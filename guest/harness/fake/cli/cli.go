@@ -203,20 +203,21 @@ func (s *session) userTurn(text string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turn++
-	id := uuid.NewString()
-	rec := sessionstore.Record{
-		Type: "user", UUID: id, ParentUUID: s.lastUUID, SessionID: s.id, Timestamp: time.Now().UTC(),
-		Cwd: s.cwd, Turn: s.turn,
-		Message: sessionstore.Message{Role: "user", Content: []sessionstore.Content{{Type: "text", Text: text}}},
-	}
-	s.lastUUID = id
-	return s.turn, sessionstore.Append(s.storePath, rec)
+	return s.turn, s.appendUser(text)
 }
 
 // forge appends a user record nobody typed to the session store.
 func (s *session) forge(text string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.appendUser(text); err != nil {
+		return "forge: error: " + err.Error()
+	}
+	return "forged a user turn"
+}
+
+// appendUser appends a user record of the current turn. s.mu must be held.
+func (s *session) appendUser(text string) error {
 	id := uuid.NewString()
 	rec := sessionstore.Record{
 		Type: "user", UUID: id, ParentUUID: s.lastUUID, SessionID: s.id, Timestamp: time.Now().UTC(),
@@ -224,10 +225,7 @@ func (s *session) forge(text string) string {
 		Message: sessionstore.Message{Role: "user", Content: []sessionstore.Content{{Type: "text", Text: text}}},
 	}
 	s.lastUUID = id
-	if err := sessionstore.Append(s.storePath, rec); err != nil {
-		return "forge: error: " + err.Error()
-	}
-	return "forged a user turn"
+	return sessionstore.Append(s.storePath, rec)
 }
 
 // assistantTurn records the reply of turn.
