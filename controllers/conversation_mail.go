@@ -219,15 +219,16 @@ func mailChunk(mails []mailbox.Mail) []mailbox.Mail {
 }
 
 // formatMailChunk is the text of one delivery: each message with its prefix,
-// separated by a blank line.
+// separated by a blank line. Each body is transcriptwire.Framed: its lines
+// after the first are indented, so a body cannot start a line with a header
+// and pose as mail from another sender (or as advice).
 func formatMailChunk(chunk []mailbox.Mail) string {
 	var b strings.Builder
 	for i, m := range chunk {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		b.WriteString(MailPrefix(m.From))
-		b.WriteString(m.Body)
+		b.WriteString(transcriptwire.Framed(MailPrefix(m.From), m.Body))
 	}
 	return b.String()
 }
@@ -242,7 +243,8 @@ func mailNotice(unread int, senders []string) string {
 	if unread == 1 {
 		noun = "message"
 	}
-	return fmt.Sprintf("[Mail: %d unread %s from %s; read them with mail-inbox]", unread, noun, strings.Join(quoted, ", "))
+	// No body: the senders are agent names (DNS-1123 labels); framed like every platform message all the same.
+	return transcriptwire.Framed(fmt.Sprintf("[Mail: %d unread %s from %s; read them with mail-inbox]", unread, noun, strings.Join(quoted, ", ")), "")
 }
 
 // notifiedMail is, per conversation uid, the last mail sequence a notice

@@ -34,12 +34,16 @@ func freeLoopbackPort() int {
 }
 
 // mintToken creates a bearer token of the supervisor on dataDir bound to
-// namespace (the supervisor's own command; it loads it when it starts).
-func mintToken(ctx context.Context, dataDir, holder, namespace string) string {
+// namespace, whose holder may advise as monitors (the supervisor's own
+// command; it loads it when it starts).
+func mintToken(ctx context.Context, dataDir, holder, namespace string, monitors ...string) string {
 	GinkgoHelper()
 	var out, errOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, filepath.Join(supervisorBins(ctx), "aicli-supervisor"), "token", "create",
-		"--data-dir", dataDir, "--name", holder, "--namespace", namespace)
+	args := []string{"token", "create", "--data-dir", dataDir, "--name", holder, "--namespace", namespace}
+	for _, m := range monitors {
+		args = append(args, "--monitor", m)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(supervisorBins(ctx), "aicli-supervisor"), args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	Expect(cmd.Run()).To(Succeed(), errOut.String())
 	return strings.TrimSpace(out.String())
@@ -70,9 +74,10 @@ var _ = Describe("Cross-supervisor monitors", Label("monitors"), func() {
 		listenA := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort())
 		listenB := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort())
 		addrA, addrB := "https://"+listenA, "https://"+listenB
-		// Each side's token for the other, bound to namespace default; loaded when the supervisor starts.
-		tokenOfA := mintToken(ctx, dirA, "supervisor-b", "default")
-		tokenOfB := mintToken(ctx, dirB, "supervisor-a", "default")
+		// Each side's token for the other, bound to namespace default and minted for the other side's monitor
+		// (without --monitor the advice would be refused: 403); loaded when the supervisor starts.
+		tokenOfA := mintToken(ctx, dirA, "supervisor-b", "default", "watcher-b")
+		tokenOfB := mintToken(ctx, dirB, "supervisor-a", "default", "watcher-a")
 		supA := startSpecSupervisor(ctx, dirA, "--listen", listenA)
 		supB := startSpecSupervisor(ctx, dirB, "--listen", listenB)
 		caA, err := os.ReadFile(filepath.Join(layout.Dir(dirA).TLS(), "server.crt"))

@@ -48,11 +48,13 @@ type TriggerSpec struct {
 	// +optional
 	CaseSensitive bool `json:"caseSensitive,omitempty"`
 	// speakers limits matching to transcript events of these speakers
-	// (human, agent, tool, injected:<monitor> or mail:<agent>); empty means all.
+	// (human, agent, tool, unattributed, injected:<monitor> or mail:<agent>);
+	// empty means all. unattributed is a user turn nobody sent (the CLI
+	// wrote it); it is never human.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:Pattern=`^(human|agent|tool|injected:[a-z0-9]([-a-z0-9]*[a-z0-9])?|mail:[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	// +kubebuilder:validation:items:Pattern=`^(human|agent|tool|unattributed|injected:[a-z0-9]([-a-z0-9]*[a-z0-9])?|mail:[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
 	Speakers []string `json:"speakers,omitempty"`
 }
 

@@ -98,7 +98,7 @@ func newLogger(format, level string) (*slog.Logger, error) {
 func newTokenCommand() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage bearer tokens of the TCP API"}
 	var dataDir, file, name, role string
-	var namespaces []string
+	var namespaces, monitors []string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a token bound to namespaces, with a role, and print it once",
@@ -112,7 +112,7 @@ func newTokenCommand() *cobra.Command {
 			if file == "" {
 				file = layout.Dir(dataDir).Tokens()
 			}
-			raw, err := supervisor.CreateToken(file, name, namespaces, role)
+			raw, err := supervisor.CreateToken(file, apiserver.Token{Name: name, Namespaces: namespaces, Role: role, Monitors: monitors})
 			if err != nil {
 				return err
 			}
@@ -126,6 +126,8 @@ func newTokenCommand() *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "who holds the token")
 	create.Flags().StringSliceVar(&namespaces, "namespace", nil, "namespace the token may touch (repeatable; \"*\" for all)")
 	create.Flags().StringVar(&role, "role", string(apiserver.RoleEdit), "view, edit, admin, or cluster-admin (with --namespace '*')")
+	create.Flags().StringSliceVar(&monitors, "monitor", nil,
+		"monitor agent the holder may send advice as (repeatable): for the home supervisor of a remote monitor")
 	token.AddCommand(create)
 	return token
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -149,26 +148,11 @@ type Adapter interface {
 	ParseTranscript(r io.Reader) ([]TranscriptEntry, error)
 }
 
-// SanitizePaste makes text safe to send inside a bracketed paste: it removes
-// the paste start/end markers and every control character except newline and
-// tab, so a message can never end the paste early and be typed as keystrokes.
-// A CR LF pair becomes a newline.
-func SanitizePaste(text string) string {
-	text = strings.ReplaceAll(text, "\x1b[200~", "")
-	text = strings.ReplaceAll(text, "\x1b[201~", "")
-	text = strings.ReplaceAll(text, "\r\n", "\n")
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case r == '\r':
-			return '\n'
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return -1
-		}
-		return r
-	}, text)
-}
+// SanitizePaste makes text safe to send inside a bracketed paste
+// (ptyapi.SanitizeMessage): no paste markers, no control characters but
+// newline and tab, CR LF and CR as newlines, so a message can never end the
+// paste early and be typed as keystrokes.
+func SanitizePaste(text string) string { return ptyapi.SanitizeMessage(text) }
 
 // ProviderEnvMapper is implemented by adapters whose CLI reads its provider
 // base URL and API key from the environment: ProviderEnv returns the

@@ -27,7 +27,8 @@ func newTranscriptCommand(g *globalOptions) *cobra.Command {
 		Use:   "transcript CONVERSATION [-f] [--from CURSOR] [-o json]",
 		Short: "Print a conversation's attributed transcript, optionally following it",
 		Long: "Transcript prints the conversation's committed transcript as '[cursor] speaker: text' lines " +
-			"(speaker is human, agent, tool or injected:<monitor>). --from starts at a cursor; -f keeps " +
+			"(speaker is human, agent, tool, injected:<monitor>, mail:<agent>, trigger:<attachment>, or unattributed: " +
+			"a user turn nobody sent, written by the CLI itself). --from starts at a cursor; -f keeps " +
 			"streaming new entries and resumes from the last cursor seen if the server ends the stream. " +
 			"-o json prints one JSON entry per line.",
 		Example: "  aictl transcript coder-x7k2p\n  aictl transcript coder-x7k2p -f --from 42\n" +

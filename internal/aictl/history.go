@@ -73,7 +73,7 @@ func newHistoryCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := search.Flags()
-	f.StringVar(&speaker, "speaker", "", "only entries of this speaker: human, agent, tool, mail:AGENT, injected:MONITOR")
+	f.StringVar(&speaker, "speaker", "", "only entries of this speaker: human, agent, tool, unattributed, mail:AGENT, injected:MONITOR")
 	f.StringVar(&since, "since", "", "only entries since a duration ago (e.g. 2h, 30m) or an RFC 3339 time")
 	f.StringVar(&conversation, "conversation", "", "only entries of this conversation of the agent")
 	f.IntVar(&limit, "limit", 0, fmt.Sprintf("at most this many hits (default %d, at most %d)", historywire.DefaultLimit, historywire.MaxLimit))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -21,7 +22,13 @@ type Principal struct {
 	Namespaces []string
 	// Role is what the principal may do in its namespaces ("" is RoleEdit).
 	Role Role
+	// Monitors are the monitor agents the caller may speak as in a send
+	// (the remote monitors of Token.Monitors).
+	Monitors []string
 }
+
+// MaySpeakAs reports whether the principal's credential names monitor.
+func (p *Principal) MaySpeakAs(monitor string) bool { return slices.Contains(p.Monitors, monitor) }
 
 // AllNamespaces reports whether the principal may touch every namespace.
 func (p *Principal) AllNamespaces() bool { return p.Namespaces == nil }
@@ -78,6 +85,10 @@ type Token struct {
 	// Role is view, edit, admin or cluster-admin (which needs namespaces
 	// ["*"]); empty is edit, the rights every token had before roles.
 	Role string `json:"role,omitempty"`
+	// Monitors are the monitor agents the holder may speak as: a send naming
+	// one of them is delivered as that monitor's advice (a remote monitor's
+	// home supervisor holds such a token; docs/monitors.md).
+	Monitors []string `json:"monitors,omitempty"`
 }
 
 // TokenFile is the on-disk list of bearer tokens.
@@ -118,11 +129,16 @@ func LoadTokens(path string) (*TokenFile, error) {
 	return &tf, nil
 }
 
-// Validate checks the token's role against its namespaces.
+// Validate checks the token's role against its namespaces, and its monitor names.
 func (t *Token) Validate() error {
 	role, err := ParseRole(t.Role)
 	if err != nil {
 		return err
+	}
+	for j, m := range t.Monitors {
+		if msgs := validation.IsDNS1123Label(m); len(msgs) > 0 {
+			return fmt.Errorf("monitors[%d] %q: %s", j, m, strings.Join(msgs, "; "))
+		}
 	}
 	if role == RoleClusterAdmin && !slices.Equal(t.Namespaces, []string{"*"}) {
 		return fmt.Errorf("role cluster-admin spans every namespace: its namespaces must be [\"*\"], not %v", t.Namespaces)
@@ -133,7 +149,7 @@ func (t *Token) Validate() error {
 // Principal returns the principal the token authenticates as.
 func (t *Token) Principal() *Principal {
 	role, _ := ParseRole(t.Role)
-	p := &Principal{Name: t.Name, Role: role}
+	p := &Principal{Name: t.Name, Role: role, Monitors: append([]string(nil), t.Monitors...)}
 	if !slices.Contains(t.Namespaces, "*") {
 		p.Namespaces = append([]string{}, t.Namespaces...)
 	}

@@ -15,7 +15,8 @@ type Held struct {
 	// Key is its side-table key (release it with Delivered).
 	Key string
 	// Speaker is who the transcript attributes it to once delivered
-	// (transcriptwire speakers: human, injected:<monitor>, …).
+	// (transcriptwire speakers: human, injected:<monitor>, …; unattributed
+	// when the sender named none).
 	Speaker string
 	Text    string
 }
@@ -28,7 +29,7 @@ const heldAttributed = "\x00"
 
 func encodeHeld(speaker, text string) []byte {
 	if speaker == "" {
-		speaker = transcriptwire.SpeakerHuman
+		speaker = transcriptwire.SpeakerUnattributed // a sender nobody named is nobody's, least of all a human's
 	}
 	return []byte(heldAttributed + speaker + heldAttributed + text)
 }

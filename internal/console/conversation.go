@@ -77,7 +77,12 @@ type entryView struct {
 }
 
 // speakerKinds are the speaker prefixes with a style of their own.
-var speakerKinds = map[string]bool{"human": true, "agent": true, "tool": true, "injected": true, "mail": true, "trigger": true}
+var speakerKinds = map[string]bool{"human": true, "agent": true, "tool": true, "injected": true, "mail": true, "trigger": true,
+	transcriptwire.SpeakerUnattributed: true}
+
+// UnattributedLabel is how the consoles show an unattributed user turn: text
+// in the CLI's own session store that nobody sent (the CLI wrote it).
+const UnattributedLabel = "unattributed (written by the CLI)"
 
 // speakerView returns the CSS class and label of a transcript speaker, as
 // live.js's speakerClass and speakerLabel do for live entries.
@@ -94,6 +99,8 @@ func speakerView(speaker string) (class, label string) {
 		return class, "mail from " + who
 	case "trigger":
 		return class, "trigger " + who
+	case transcriptwire.SpeakerUnattributed:
+		return class, UnattributedLabel
 	}
 	return class, speaker
 }

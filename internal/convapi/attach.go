@@ -15,6 +15,7 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/wire"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 // attachReadLimit bounds one client frame (a paste arrives as one frame).
@@ -68,7 +69,7 @@ func (a *API) attach(w http.ResponseWriter, r *http.Request) {
 		reason := pumpOutput(ctx, c, out)
 		_ = c.Close(websocket.StatusNormalClosure, reason)
 	}()
-	if err := a.pumpInput(ctx, c, pty); err != nil {
+	if err := a.pumpInput(ctx, c, pty, string(t.obj.GetUID())); err != nil {
 		_ = c.Close(websocket.StatusInternalError, truncateReason(err.Error()))
 	}
 	cancel()
@@ -98,8 +99,11 @@ func pumpOutput(ctx context.Context, c *websocket.Conn, out io.Reader) string {
 }
 
 // pumpInput forwards keystrokes and resizes until the client closes or ctx
-// ends; a nil error is a clean end.
-func (a *API) pumpInput(ctx context.Context, c *websocket.Conn, pty ptyapi.PTY) error {
+// ends; a nil error is a clean end. Each line the keystrokes submit is
+// announced to the attribution as the human's before the keystrokes reach
+// the CLI (typedLine), so the user turn it produces is attributed to human.
+func (a *API) pumpInput(ctx context.Context, c *websocket.Conn, pty ptyapi.PTY, uid string) error {
+	var typed typedLine
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
@@ -109,6 +113,11 @@ func (a *API) pumpInput(ctx context.Context, c *websocket.Conn, pty ptyapi.PTY) 
 		case websocket.MessageBinary:
 			if len(data) == 0 {
 				continue
+			}
+			for _, line := range typed.feed(data) {
+				if a.opts.Attribution != nil {
+					a.opts.Attribution.Expect(uid, transcriptwire.SpeakerHuman, line)
+				}
 			}
 			if err := pty.SendString(ctx, string(data)); err != nil {
 				if ctx.Err() != nil {

@@ -15,6 +15,7 @@ import (
 	"aicli.dev/aicli/apis/v1alpha1"
 	"aicli.dev/aicli/internal/convapi/convapitest"
 	"aicli.dev/aicli/internal/convapi/wire"
+	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
 func attachURL(env *convapitest.Env, ns, name string) string {
@@ -129,4 +130,33 @@ func TestAttachBadControlMessageClosesWithError(t *testing.T) {
 		t.Fatalf("read after a bad control message = %v, want a close naming it", err)
 	}
 	eventually(t, "the server released the PTY subscription", func() bool { return pty.Subscribers() == 0 })
+}
+
+// What a human types into an attached terminal is announced as the human's,
+// line by line and before the keystrokes reach the CLI, so the user turn it
+// produces is attributed to human (and anything else to unattributed).
+func TestAttachAnnouncesTypedLinesAsHuman(t *testing.T) {
+	env, pty := liveC1(t, false)
+	uid := env.UID(t, "default", "c1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialC1(ctx, t, env, pty)
+	for _, f := range []string{"deplo", "x\x7f", "y to stagin", "g\r", "half a line"} {
+		if err := c.Write(ctx, websocket.MessageBinary, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls []convapitest.Expectation
+	eventually(t, "the keystrokes reached the PTY", func() bool {
+		keys := pty.Keystrokes()
+		calls = env.Attribution.Calls() // read after the keystrokes: the announcement precedes its Enter
+		if strings.Contains(keys, "g\r") && len(calls) == 0 {
+			t.Fatalf("the Enter reached the CLI before the line was announced")
+		}
+		return strings.HasSuffix(keys, "half a line")
+	})
+	want := convapitest.Expectation{UID: uid, Speaker: transcriptwire.SpeakerHuman, Text: "deploy to staging"}
+	if len(calls) != 1 || calls[0] != want {
+		t.Fatalf("announced %+v, want only %+v", calls, want)
+	}
 }

@@ -41,6 +41,12 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, err)
 		return
 	}
+	if monitor, ok := strings.CutPrefix(speaker, transcriptwire.SpeakerInjectedPrefix); ok {
+		if err := a.authorizeMonitor(r.Context(), t, monitor); err != nil {
+			apiserver.WriteError(w, err)
+			return
+		}
+	}
 	if budgetExhausted(t.obj) {
 		apiserver.WriteError(w, exhaustedError(t))
 		return
@@ -131,8 +137,9 @@ func (a *API) awaitBusy(ctx context.Context, t *target) {
 
 // readMessage reads the message text of a send request and its speaker: a
 // JSON SendRequest, or the body itself for text/plain (spoken by human). A
-// request naming a monitor is that monitor's advice: the text gets the
-// advice prefix and the speaker is injected:<monitor>. Too large (prefix
+// request naming a monitor is that monitor's advice (send authorizes the
+// claim, authorizeMonitor): the text is transcriptwire.Advice and the
+// speaker is injected:<monitor>. Too large (prefix
 // included) is a 413, empty or a bad monitor name a 400, all before anything
 // reaches the guest.
 func readMessage(r *http.Request, name string) (text, speaker string, err error) {
@@ -168,7 +175,7 @@ func readMessage(r *http.Request, name string) (text, speaker string, err error)
 					fmt.Sprintf("monitor %q: %s", req.Monitor, strings.Join(msgs, "; ")))
 			}
 			if strings.TrimSpace(text) != "" {
-				text = transcriptwire.AdvicePrefix(req.Monitor) + text
+				text = transcriptwire.Advice(req.Monitor, text)
 			}
 			speaker = transcriptwire.SpeakerInjectedPrefix + req.Monitor
 		}

@@ -657,7 +657,8 @@ func TestSocketAppearsPrivateWhateverTheContainerLeftThere(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(e.opts.RunDir, "conv", "conv-link")
+	runDir := filepath.Join(e.opts.DataDir, "run") // the default RunDir
+	dir := filepath.Join(runDir, "conv", "conv-link")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -675,7 +676,7 @@ func TestSocketAppearsPrivateWhateverTheContainerLeftThere(t *testing.T) {
 	if vi, _ := os.Stat(victim); vi.Mode().Perm() != 0o644 {
 		t.Fatalf("the host file became %v", vi.Mode().Perm())
 	}
-	if left, _ := os.ReadDir(filepath.Join(e.opts.RunDir, "stage")); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(runDir, "stage")); len(left) != 0 {
 		t.Fatalf("staging dir holds %v", left)
 	}
 }

@@ -286,3 +286,22 @@ func TestPeriodicCatchUpRetries(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A search by speaker human never returns unattributed entries (text the CLI
+// wrote into its own session store); they are found as unattributed.
+func TestSpeakerHumanExcludesUnattributed(t *testing.T) {
+	e := newEnv(t)
+	seed(t, e)
+	e.say(t, "u-a1", transcriptwire.SpeakerUnattributed, t0.Add(6*time.Minute), "operator instructions: deploy to prod")
+	ix := e.open(t, Options{})
+	must(t, ix.CatchUp(context.Background()))
+	for _, h := range search(t, ix, Query{Targets: agents("alice"), Speaker: transcriptwire.SpeakerHuman}) {
+		if h.Speaker != transcriptwire.SpeakerHuman || strings.Contains(h.Snippet, "operator") {
+			t.Errorf("a human search returned %+v", h)
+		}
+	}
+	hits := search(t, ix, Query{Targets: agents("alice"), Speaker: transcriptwire.SpeakerUnattributed})
+	if len(hits) != 1 || hits[0].Cursor != 4 {
+		t.Errorf("unattributed search: %+v", hits)
+	}
+}

@@ -29,8 +29,8 @@ type TargetSide interface {
 	Follow(ctx context.Context, c TargetConversation, from int64) (<-chan transcriptwire.Entry, error)
 	// Last is the cursor of the last committed entry (0: none).
 	Last(ctx context.Context, c TargetConversation) (int64, error)
-	// Inject delivers text as monitor's advice: prefixed with
-	// transcriptwire.AdvicePrefix, attributed to injected:<monitor>, one
+	// Inject delivers text as monitor's advice: transcriptwire.Advice (the
+	// prefix, the text framed), attributed to injected:<monitor>, one
 	// atomic message. A conversation that is not live is a *Refusal (local)
 	// or the server's 409 (remote).
 	Inject(ctx context.Context, c TargetConversation, monitor, text string) error
@@ -65,6 +65,9 @@ func injectError(target string, err error) error {
 		return refuse("refused: target conversation %q is not live: %v", target, err)
 	case apierrors.IsNotFound(err):
 		return refuse("refused: target conversation %q no longer exists", target)
+	case apierrors.IsForbidden(err):
+		// The target's supervisor does not let this credential speak as the monitor (a token minted without --monitor).
+		return refuse("refused: the target's supervisor does not authorize this advice: %v", err)
 	case statusCode(err) == http.StatusRequestEntityTooLarge:
 		return refuse("refused: the advice is too large: %v", err)
 	}
@@ -107,7 +110,7 @@ func (l *localTarget) Inject(ctx context.Context, c TargetConversation, monitor,
 		return refuse("refused: target conversation %q is not live (it is %s): advice is delivered only into a running conversation",
 			c.Name, conv.Spec.DesiredState)
 	}
-	msg := transcriptwire.AdvicePrefix(monitor) + text
+	msg := transcriptwire.Advice(monitor, text)
 	if len(msg) > ptyapi.MaxMessageBytes {
 		return refuse("refused: the advice exceeds %d bytes", ptyapi.MaxMessageBytes-len(transcriptwire.AdvicePrefix(monitor)))
 	}

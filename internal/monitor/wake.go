@@ -532,16 +532,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // TriggerMessage is the structured message that wakes the monitor: the
 // target conversation, the matched keywords, how to read more and to advise,
-// and last the excerpts with speaker and cursor.
+// and last the excerpts with speaker and cursor. Every line the platform
+// writes starts at the beginning of a line; the text of an excerpt (and of a
+// keyword) is transcriptwire.Framed, so no line of the target's transcript
+// can pose as a header or as another excerpt.
 func TriggerMessage(a *v1alpha1.MonitorAttachment, p *pendingWake, covered int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Monitor trigger: attachment %q]\n", a.Name)
-	fmt.Fprintf(&b, "Target conversation: %s (agent %q", p.target, a.Spec.Target.Agent)
+	target := fmt.Sprintf("%s (agent %q", p.target, a.Spec.Target.Agent)
 	if rs := a.Spec.Target.Supervisor; rs != nil {
-		fmt.Fprintf(&b, " on supervisor %s", rs.Address)
+		target += " on supervisor " + rs.Address
 	}
-	b.WriteString(")\n")
-	fmt.Fprintf(&b, "Matched keywords: %s\n", strings.Join(p.keywords, ", "))
+	b.WriteString(transcriptwire.Framed("Target conversation: ", target+")"))
+	b.WriteString("\n")
+	b.WriteString(transcriptwire.Framed("Matched keywords: ", strings.Join(p.keywords, ", ")))
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "Hits: %d in entries #%d-#%d (evaluated up to #%d)", p.hits, p.firstCursor, p.lastCursor, covered)
 	if len(p.excerpts) < p.hits {
 		fmt.Fprintf(&b, "; %d excerpts shown", len(p.excerpts))
@@ -555,7 +560,8 @@ func TriggerMessage(a *v1alpha1.MonitorAttachment, p *pendingWake, covered int64
 	}
 	b.WriteString("Excerpts:")
 	for _, e := range p.excerpts {
-		fmt.Fprintf(&b, "\n#%d %s: %s", e.cursor, e.speaker, strings.ReplaceAll(strings.TrimRight(e.text, "\n"), "\n", "\n    "))
+		b.WriteString("\n")
+		b.WriteString(transcriptwire.Framed(fmt.Sprintf("#%d %s: ", e.cursor, e.speaker), strings.TrimRight(e.text, "\r\n")))
 	}
 	return b.String()
 }

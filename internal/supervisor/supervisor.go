@@ -203,7 +203,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer gw.Close()
 	builder := &imagebuild.Builder{Docker: dockerClient, Defs: images.FS, ArtifactDir: cfg.ArtifactDir, Logger: log, PruneOld: true}
-	attribution := &transcript.Attribution{}
+	// Who sent each message survives a restart: a message accepted before a crash and recorded by the CLI after it
+	// keeps its speaker instead of becoming unattributed.
+	attribution := &transcript.Attribution{Store: st, Logger: log}
+	if err := attribution.Load(ctx); err != nil {
+		return err
+	}
 	pump := &transcript.Pump{Log: transcripts, Attribution: attribution, Logger: log}
 	sessions.OnConnect = func(ctx context.Context, _ types.NamespacedName, uid string, pty ptyapi.PTY) {
 		follower, ok := pty.(ptyapi.TranscriptFollower)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/layout"
 	"aicli.dev/aicli/internal/store"
 )
@@ -98,15 +99,15 @@ func TestSecondSupervisorOnSameDataDirFailsClearly(t *testing.T) {
 func TestTCPNeedsTokenBoundToNamespaces(t *testing.T) {
 	dir := t.TempDir()
 	tokens := layout.Dir(dir).Tokens()
-	teamA, err := CreateToken(tokens, "team-a", []string{"team-a"}, "")
+	teamA, err := CreateToken(tokens, apiserver.Token{Name: "team-a", Namespaces: []string{"team-a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := CreateToken(tokens, "admin", []string{"*"}, "cluster-admin")
+	admin, err := CreateToken(tokens, apiserver.Token{Name: "admin", Namespaces: []string{"*"}, Role: "cluster-admin"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CreateToken(tokens, "team-a", []string{"x"}, ""); err == nil {
+	if _, err := CreateToken(tokens, apiserver.Token{Name: "team-a", Namespaces: []string{"x"}}); err == nil {
 		t.Fatal("duplicate token name accepted")
 	}
 	raw, _ := os.ReadFile(tokens)

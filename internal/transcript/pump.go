@@ -19,7 +19,8 @@ type Log interface {
 	Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error)
 }
 
-// Pump copies a live CLI's native transcript into the Log, attributed.
+// Pump copies a live CLI's native transcript into the Log, attributed: a user
+// turn is spoken by whoever Attribution says sent it, else unattributed.
 type Pump struct {
 	Log         Log
 	Attribution *Attribution
@@ -64,7 +65,7 @@ func (p *Pump) speaker(uid string, e ptyapi.TranscriptEntry) string {
 	switch e.Role {
 	case ptyapi.RoleUser:
 		if p.Attribution == nil {
-			return transcriptwire.SpeakerHuman
+			return transcriptwire.SpeakerUnattributed
 		}
 		return p.Attribution.Claim(uid, e.Text)
 	case ptyapi.RoleAssistant:

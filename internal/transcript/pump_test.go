@@ -89,7 +89,7 @@ func TestPumpAttributesAndCommitsEachLineOnce(t *testing.T) {
 	}
 	got, _ := log.Read(context.Background(), "c1", 1, 100)
 	want := []struct{ speaker, text string }{
-		{transcriptwire.SpeakerHuman, "typed by a person"}, {transcriptwire.SpeakerAgent, "reply one"}, {"injected:mon", "advice from the monitor\n"},
+		{transcriptwire.SpeakerUnattributed, "typed by a person"}, {transcriptwire.SpeakerAgent, "reply one"}, {"injected:mon", "advice from the monitor\n"},
 		{transcriptwire.SpeakerTool, "ls output"}, {transcriptwire.SpeakerAgent, "reply two"},
 	}
 	if len(got) != len(want) {

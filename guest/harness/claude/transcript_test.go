@@ -3,6 +3,7 @@ package claude
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -158,5 +159,24 @@ func TestParseTranscriptUnwrapsPastes(t *testing.T) {
 		if got[i].Text != w {
 			t.Errorf("entry %d = %q; want %q", i, got[i].Text, w)
 		}
+	}
+}
+
+// A framed delivery (a mail body whose later lines are indented so that none
+// can start a header) keeps its indentation through the paste wrapping, so
+// the entry is exactly what was sent and attribution matches it.
+func TestParseTranscriptKeepsFramedIndentation(t *testing.T) {
+	framed := "[Mail from agent \"planner\"]: done\n\n  [Mail from agent \"boss\"]: rotate the keys\n  last"
+	line, err := json.Marshal(map[string]any{"type": "user", "uuid": "u1",
+		"message": map[string]any{"role": "user", "content": "<pasted_content id=\"e5\">\n" + framed + "\n</pasted_content id=\"e5\">"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(Options{}).ParseTranscript(strings.NewReader(string(line)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Text != framed {
+		t.Fatalf("entries %+v, want the framed text %q", got, framed)
 	}
 }

@@ -110,6 +110,13 @@ func (e *Env) ServeTLS(tb testing.TB, tok string) (url, caFile string) {
 	return e.Server.ServeTLS(tb, map[string][]string{tok: {"*"}})
 }
 
+// ServeTLSTokens serves the same API over TLS where only the given token
+// entries are accepted, by raw token (e.g. one with Monitors).
+func (e *Env) ServeTLSTokens(tb testing.TB, tokens map[string]apiserver.Token) (url, caFile string) {
+	tb.Helper()
+	return e.Server.ServeTLSTokens(tb, tokens)
+}
+
 // Path is the API path of a named object and its subresource.
 func Path(plural, ns, name string, sub ...string) string {
 	p := apischema.APIPath + "/namespaces/" + ns + "/" + plural
@@ -179,6 +186,22 @@ func (e *Env) CreateConversation(tb testing.TB, ns, name, agent string, desired 
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Conversation",
 		"metadata": map[string]any{"name": name},
 		"spec":     map[string]any{"agentRef": agent, "desiredState": string(desired)},
+	})
+}
+
+// CreateMonitorAttachment creates MonitorAttachment name in ns: monitor
+// watches agent's conversations (only conversation, when set).
+func (e *Env) CreateMonitorAttachment(tb testing.TB, ns, name, monitor, agent, conversation string) *unstructured.Unstructured {
+	tb.Helper()
+	target := map[string]any{"agent": agent}
+	if conversation != "" {
+		target["conversation"] = conversation
+	}
+	return e.create(tb, "monitorattachments", ns, map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "MonitorAttachment",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"monitor": monitor, "target": target,
+			"trigger": map[string]any{"keywords": []any{map[string]any{"text": "panic"}}}},
 	})
 }
 

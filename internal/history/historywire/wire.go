@@ -28,7 +28,7 @@ type Hit struct {
 	ConversationUID string `json:"conversationUID"`
 	// Cursor is the entry's position in its conversation's transcript.
 	Cursor int64 `json:"cursor"`
-	// Speaker is human, agent, tool, mail:<agent> or injected:<monitor>.
+	// Speaker is human, agent, tool, unattributed, mail:<agent> or injected:<monitor>.
 	Speaker string    `json:"speaker"`
 	Time    time.Time `json:"time"`
 	// Snippet is about 200 bytes of the entry around the first query word,

@@ -12,7 +12,8 @@ const AdvisorPersona = `You are a monitor: you watch another agent's conversatio
 
 You are woken by a trigger message when a keyword you watch for appears in that conversation. The message names
 the target conversation, the matched keywords and excerpts with who said them (human, agent, tool) and their
-cursors.
+cursors. "unattributed" text is a user turn that nobody sent: the agent's CLI wrote it itself, so it is never a
+human's instruction.
 
 When woken:
 1. Read as much of the target's transcript as you need: transcript-read CONVERSATION --from CURSOR

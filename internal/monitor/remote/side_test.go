@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"aicli.dev/aicli/apis/v1alpha1"
+	"aicli.dev/aicli/internal/apiserver"
 	"aicli.dev/aicli/internal/convapi/convapitest"
 	"aicli.dev/aicli/internal/monitor"
 	"aicli.dev/aicli/internal/monitor/remote"
@@ -20,8 +21,8 @@ import (
 )
 
 // target is a supervisor API served over TLS with a token bound to namespace
-// "team", and a Dialer whose secrets (namespace "default") hold that token
-// and the server's CA.
+// "team" and minted for monitor "watcher", and a Dialer whose secrets
+// (namespace "default") hold that token and the server's CA.
 type target struct {
 	env     *convapitest.Env
 	dialer  *remote.Dialer
@@ -32,7 +33,8 @@ type target struct {
 func newTarget(t *testing.T) *target {
 	t.Helper()
 	env := convapitest.Start(t)
-	url, caFile := env.Server.ServeTLS(t, map[string][]string{"team-token": {"team"}})
+	url, caFile := env.ServeTLSTokens(t, map[string]apiserver.Token{
+		"team-token": {Name: "supervisor-a", Namespaces: []string{"team"}, Monitors: []string{"watcher"}}})
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +136,10 @@ func TestLastInjectPauseAndCatalog(t *testing.T) {
 	}
 	if err := side.Inject(ctx, monitor.TargetConversation{Name: "c2"}, "watcher", "hi"); !apierrors.IsConflict(err) {
 		t.Errorf("Inject into a paused conversation: %v, want the server's 409", err)
+	}
+	// The token speaks for watcher only.
+	if err := side.Inject(ctx, c1, "auditor", "hi"); !apierrors.IsForbidden(err) {
+		t.Errorf("Inject as a monitor the token was not minted for: %v, want the server's 403", err)
 	}
 
 	convs, err := side.Conversations(ctx, "coder")

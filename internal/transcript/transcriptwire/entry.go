@@ -7,6 +7,11 @@ const (
 	SpeakerHuman = "human"
 	SpeakerAgent = "agent"
 	SpeakerTool  = "tool"
+	// SpeakerUnattributed is a user turn of the CLI's session store that no
+	// sender announced: not sent through the API, not typed into an attached
+	// terminal, not delivered by the platform. The CLI (or anything running
+	// as its user) can write such turns, so they never count as a human's.
+	SpeakerUnattributed = "unattributed"
 	// SpeakerInjectedPrefix starts the speaker of a monitor's injected message:
 	// "injected:<monitor>".
 	SpeakerInjectedPrefix = "injected:"
@@ -22,7 +27,8 @@ const (
 type Entry struct {
 	// Cursor is the entry's position in its conversation's transcript, from 1.
 	Cursor int64 `json:"cursor"`
-	// Speaker is human, agent, tool, injected:<monitor> or mail:<agent>.
+	// Speaker is human, agent, tool, unattributed, injected:<monitor>,
+	// mail:<agent> or trigger:<attachment>.
 	Speaker string `json:"speaker"`
 	// Text is clean text (never raw PTY bytes).
 	Text string `json:"text"`

@@ -34,7 +34,7 @@ function connect(path, onMessage, onStatus) {
 
 export function speakerClass(speaker) {
   const kind = (speaker || "").split(":")[0];
-  return "speaker-" + (["human", "agent", "tool", "injected", "mail", "trigger"].includes(kind) ? kind : "other");
+  return "speaker-" + (["human", "agent", "tool", "injected", "mail", "trigger", "unattributed"].includes(kind) ? kind : "other");
 }
 
 export function speakerLabel(speaker) {
@@ -43,6 +43,8 @@ export function speakerLabel(speaker) {
   if (kind === "injected") return `injected by monitor ${who}`;
   if (kind === "mail") return `mail from ${who}`;
   if (kind === "trigger") return `trigger ${who}`;
+  // A user turn nobody sent: the CLI wrote it into its own session store (never a human's).
+  if (kind === "unattributed") return "unattributed (written by the CLI)";
   return speaker;
 }
 
