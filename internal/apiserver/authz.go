@@ -82,7 +82,7 @@ var roleRules = map[Role][]PolicyRule{
 			"agents/history", "conversations/history", "grants/history", "monitorattachments/history",
 			"conversations/transcript", "conversations/screen", "conversations/toolcalls",
 			"agents/historysearch", "agents/inbox", "agents/budget", "agents/recallbuckets",
-			"spendhistory", "info",
+			"spendhistory", "info", // info is served to every caller, filtered to its namespaces
 		}},
 	},
 	RoleEdit: {

@@ -92,7 +92,8 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Mount serves the endpoint on s for every authenticated caller.
+// Mount serves the endpoint on s for every authenticated caller, whatever its
+// role: the reply is filtered to the caller's namespaces (Info).
 func (s *Service) Mount(api *apiserver.Server) {
 	api.Handle("GET "+apischema.APIPath+"/"+infowire.Resource, s)
 }
