@@ -178,7 +178,7 @@ func Authorize(p *Principal, a Attributes) error {
 	if allows(p.role(), a.Verb, res) {
 		return nil
 	}
-	where := "in namespace " + fmt.Sprintf("%q", a.Namespace)
+	where := fmt.Sprintf("in namespace %q", a.Namespace)
 	if a.Namespace == "" {
 		where = "across all namespaces"
 	}
