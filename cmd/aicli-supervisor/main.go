@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -117,7 +118,7 @@ func newTokenCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), raw)
-			fmt.Fprintf(cmd.ErrOrStderr(), "token %q added to %s; restart the supervisor to load it\n", name, file)
+			fmt.Fprintf(cmd.ErrOrStderr(), "token %q added to %s; a running supervisor accepts it within a second\n", name, file)
 			return nil
 		},
 	}
@@ -128,8 +129,62 @@ func newTokenCommand() *cobra.Command {
 	create.Flags().StringVar(&role, "role", string(apiserver.RoleEdit), "view, edit, admin, or cluster-admin (with --namespace '*')")
 	create.Flags().StringSliceVar(&monitors, "monitor", nil,
 		"monitor agent the holder may send advice as (repeatable): for the home supervisor of a remote monitor")
-	token.AddCommand(create)
+	token.AddCommand(create, newTokenListCommand(), newTokenDeleteCommand())
 	return token
+}
+
+func newTokenListCommand() *cobra.Command {
+	var dataDir, file string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the tokens: name, role, namespaces and monitors (never a token or its hash)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				file = layout.Dir(dataDir).Tokens()
+			}
+			tf, err := apiserver.LoadTokens(file)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tROLE\tNAMESPACES\tMONITORS")
+			for _, t := range tf.Tokens {
+				role, _ := apiserver.ParseRole(t.Role)
+				monitors := strings.Join(t.Monitors, ",")
+				if monitors == "" {
+					monitors = "<none>"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, role, strings.Join(t.Namespaces, ","), monitors)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
+	list.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+	return list
+}
+
+func newTokenDeleteCommand() *cobra.Command {
+	var dataDir, file string
+	del := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Revoke a token: a running supervisor refuses it within a second",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				file = layout.Dir(dataDir).Tokens()
+			}
+			if err := supervisor.DeleteToken(file, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "token %q deleted from %s\n", args[0], file)
+			return nil
+		},
+	}
+	del.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
+	del.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+	return del
 }
 
 func newSecretCommand() *cobra.Command {

@@ -6,10 +6,15 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -158,12 +163,86 @@ func (t *Token) Principal() *Principal {
 
 // TokenAuthenticator authenticates bearer tokens against a token list.
 type TokenAuthenticator struct {
-	tokens []Token
+	tokens atomic.Pointer[[]Token]
+	// file, when set, is re-read when it changes (FileTokenAuthenticator).
+	file  string
+	mu    sync.Mutex
+	seen  fileStamp
+	check time.Time
+	log   *slog.Logger
 }
+
+// fileStamp is what tells a changed token file.
+type fileStamp struct {
+	size    int64
+	modTime time.Time
+	ino     uint64 // a file replaced by rename (as token create writes it) is a new inode
+	ok      bool
+}
+
+// tokenRecheck is how often a request looks whether the token file changed.
+const tokenRecheck = time.Second
 
 // NewTokenAuthenticator returns an authenticator over tf.
 func NewTokenAuthenticator(tf *TokenFile) *TokenAuthenticator {
-	return &TokenAuthenticator{tokens: tf.Tokens}
+	a := &TokenAuthenticator{}
+	a.tokens.Store(&tf.Tokens)
+	return a
+}
+
+// FileTokenAuthenticator returns an authenticator over the token file at
+// path, which it reads again within a second of a change: a token created or
+// deleted (aicli-supervisor token create|delete) counts without a restart. A
+// file that no longer reads is an error in the log and authenticates nobody
+// until it is fixed: a revocation must not be undone by a typo.
+func FileTokenAuthenticator(path string, log *slog.Logger) (*TokenAuthenticator, error) {
+	tf, err := LoadTokens(path)
+	if err != nil {
+		return nil, err
+	}
+	a := NewTokenAuthenticator(tf)
+	a.file, a.log, a.seen, a.check = path, log, stampOf(path), time.Now()
+	return a, nil
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	st := fileStamp{size: fi.Size(), modTime: fi.ModTime(), ok: true}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st
+}
+
+// reload re-reads the token file when it changed since the last look (at most
+// once per tokenRecheck).
+func (a *TokenAuthenticator) reload() {
+	if a.file == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if now.Sub(a.check) < tokenRecheck {
+		return
+	}
+	a.check = now
+	st := stampOf(a.file)
+	if st == a.seen {
+		return
+	}
+	a.seen = st
+	tf, err := LoadTokens(a.file)
+	if err != nil {
+		a.log.Error("token file no longer reads: no token is accepted until it is fixed", "file", a.file, "err", err)
+		tf = &TokenFile{}
+	} else {
+		a.log.Info("token file reloaded", "file", a.file, "tokens", len(tf.Tokens))
+	}
+	a.tokens.Store(&tf.Tokens)
 }
 
 // Authenticate returns the principal of the request's bearer token, or a 401.
@@ -173,11 +252,15 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*Principal, error) {
 	if !ok || raw == "" {
 		return nil, apierrors.NewUnauthorized("a bearer token is required (Authorization: Bearer <token>)")
 	}
+	a.reload()
 	sum := HashToken(strings.TrimSpace(raw))
-	for _, t := range a.tokens {
+	for _, t := range *a.tokens.Load() {
 		if subtle.ConstantTimeCompare([]byte(sum), []byte(strings.ToLower(t.SHA256))) == 1 {
 			return t.Principal(), nil
 		}
 	}
 	return nil, apierrors.NewUnauthorized("the bearer token is not valid")
 }
+
+// Len is the number of tokens known now.
+func (a *TokenAuthenticator) Len() int { return len(*a.tokens.Load()) }

@@ -269,14 +269,13 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		tokens, err := apiserver.LoadTokens(cfg.TokensFile)
+		authn, err := apiserver.FileTokenAuthenticator(cfg.TokensFile, log)
 		if err != nil {
 			return err
 		}
-		if len(tokens.Tokens) == 0 {
+		if authn.Len() == 0 {
 			log.Warn("TCP API has no tokens: every request will get 401; add one with `aicli-supervisor token create`", "file", cfg.TokensFile)
 		}
-		authn := apiserver.NewTokenAuthenticator(tokens)
 		s.serve(tcpLn, apiserver.Authenticated(mux, authn.Authenticate), errc)
 		s.TCPAddr = tcpLn.Addr()
 		log.Info("serving the API on TCP", "addr", tcpLn.Addr().String())

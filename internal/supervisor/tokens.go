@@ -50,3 +50,22 @@ func CreateToken(file string, spec apiserver.Token) (string, error) {
 	}
 	return raw, writeFileAtomic(file, data, 0o600)
 }
+
+// DeleteToken removes the token named name from the token file; a running
+// supervisor refuses it within a second.
+func DeleteToken(file, name string) error {
+	tf, err := apiserver.LoadTokens(file)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(tf.Tokens, func(t apiserver.Token) bool { return t.Name == name })
+	if i < 0 {
+		return fmt.Errorf("no token named %q in %s", name, file)
+	}
+	tf.Tokens = slices.Delete(tf.Tokens, i, i+1)
+	data, err := yaml.Marshal(tf)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(file, data, 0o600)
+}
