@@ -104,23 +104,33 @@ func openOutbox(home, workDir, session string, a harness.Adapter, log *slog.Logg
 		log.Warn("outbox unreadable: messages of an earlier run are not delivered again", "err", err)
 		prev = nil
 	}
-	// The whole session store, as it is before the CLI starts: what an earlier run's CLI recorded.
-	var entries []harness.TranscriptEntry
-	if _, _, err := o.reader.read(a, log, func(e harness.TranscriptEntry) error {
-		entries = append(entries, e)
-		return nil
-	}); err != nil {
-		_ = root.Close()
-		return nil, nil, fmt.Errorf("outbox: reading the session store: %w", err)
+	// The whole session store, as it is before the CLI starts: what an earlier run's CLI recorded (only its user
+	// entries are kept, and only when there is something to look for).
+	var users []indexedText
+	keep := len(prev) > 0 && prevSession == session
+	for {
+		at := o.reader.offset
+		if _, _, err := o.reader.read(a, log, func(e harness.TranscriptEntry) error {
+			if keep && e.Role == ptyapi.RoleUser {
+				users = append(users, indexedText{o.count, e.Text})
+			}
+			o.count++
+			return nil
+		}); err != nil {
+			_ = root.Close()
+			return nil, nil, fmt.Errorf("outbox: reading the session store: %w", err)
+		}
+		if o.reader.offset == at { // read to its end (one read takes at most 64 MiB)
+			break
+		}
 	}
-	o.count = len(entries)
 	var again []queued
 	switch {
 	case len(prev) == 0:
 	case prevSession != session:
 		log.Warn("dropping accepted messages of another session's run", "session", prevSession, "messages", len(prev))
 	default:
-		for _, m := range unrecorded(prev, entries) {
+		for _, m := range unrecorded(prev, users) {
 			again = append(again, queued{id: o.nextID, text: m.text})
 			o.pending = append(o.pending, &outMsg{id: o.nextID, text: m.text})
 			o.nextID++
@@ -186,10 +196,16 @@ func (o *outbox) load() (string, []*outMsg, error) {
 	return session, pending, nil
 }
 
-// unrecorded returns the messages of prev the session store's entries do not show: every one not typed yet, and
-// every typed one without a user entry of its text at or after the index it was typed at (each entry stands for at
-// most one message, taken in order).
-func unrecorded(prev []*outMsg, entries []harness.TranscriptEntry) []*outMsg {
+// indexedText is a user entry of the session store and its index among all its entries.
+type indexedText struct {
+	index int
+	text  string
+}
+
+// unrecorded returns the messages of prev the session store's user entries do not show: every one not typed yet,
+// and every typed one without a user entry of its text at or after the index it was typed at (each entry stands for
+// at most one message, taken in order).
+func unrecorded(prev []*outMsg, users []indexedText) []*outMsg {
 	var out []*outMsg
 	next := 0 // entries before it stand for earlier messages
 	for _, m := range prev {
@@ -198,9 +214,9 @@ func unrecorded(prev []*outMsg, entries []harness.TranscriptEntry) []*outMsg {
 			continue
 		}
 		found := -1
-		for i := max(m.before, next); i < len(entries); i++ {
-			if entries[i].Role == ptyapi.RoleUser && sameText(entries[i].Text, m.text) {
-				found = i
+		for _, u := range users {
+			if u.index >= max(m.before, next) && sameText(u.text, m.text) {
+				found = u.index
 				break
 			}
 		}

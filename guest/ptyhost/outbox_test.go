@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"aicli.dev/aicli/guest/harness"
 	"aicli.dev/aicli/guest/harness/fake/sessionstore"
 	"aicli.dev/aicli/guest/ptyapi"
 )
@@ -164,13 +163,8 @@ func TestOutboxRecoveryReadsTheSessionStore(t *testing.T) {
 }
 
 func TestUnrecorded(t *testing.T) {
-	user := func(text string) harness.TranscriptEntry {
-		return harness.TranscriptEntry{TranscriptEntry: ptyapi.TranscriptEntry{Role: ptyapi.RoleUser, Text: text}}
-	}
-	agent := func(text string) harness.TranscriptEntry {
-		return harness.TranscriptEntry{TranscriptEntry: ptyapi.TranscriptEntry{Role: ptyapi.RoleAssistant, Text: text}}
-	}
-	store := []harness.TranscriptEntry{user("yes"), agent("yes"), user("go on\r\n"), agent("ok")}
+	// The store: user "yes", agent, user "go on", agent.
+	users := []indexedText{{0, "yes"}, {2, "go on\r\n"}}
 	for _, c := range []struct {
 		name string
 		prev []*outMsg
@@ -179,12 +173,11 @@ func TestUnrecorded(t *testing.T) {
 		{"never typed", []*outMsg{{id: 1, text: "yes"}}, []uint64{1}},
 		{"typed and recorded", []*outMsg{{id: 1, text: "go on", typed: true, before: 2}}, nil},
 		{"recorded before it was typed is another message", []*outMsg{{id: 1, text: "yes", typed: true, before: 1}}, []uint64{1}},
-		{"an assistant entry is not the message", []*outMsg{{id: 1, text: "ok", typed: true}}, []uint64{1}},
 		{"each entry stands for one message", []*outMsg{{id: 1, text: "yes", typed: true}, {id: 2, text: "yes", typed: true}}, []uint64{2}},
 		{"in order", []*outMsg{{id: 1, text: "go on", typed: true}, {id: 2, text: "yes", typed: true}, {id: 3, text: "x"}}, []uint64{2, 3}},
 	} {
 		var got []uint64
-		for _, m := range unrecorded(c.prev, store) {
+		for _, m := range unrecorded(c.prev, users) {
 			got = append(got, m.id)
 		}
 		if !slices.Equal(got, c.want) {
