@@ -42,7 +42,11 @@ func (a *Attribution) Expect(uid, speaker, text string) {
 func (a *Attribution) Claim(uid, text string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	list := a.pending[uid]
+	list, ok := a.pending[uid]
+	if !ok {
+		// Nothing expected (a fresh supervisor, or text typed in an attached terminal): the human's.
+		return transcriptwire.SpeakerHuman
+	}
 	now := time.Now()
 	kept := list[:0]
 	speaker := ""

@@ -104,3 +104,22 @@ func TestPumpAttributesAndCommitsEachLineOnce(t *testing.T) {
 		t.Errorf("pending expectation consumed by a re-read line: %q", s)
 	}
 }
+
+// A supervisor that restarted has expected nothing yet; the first user line it sees (typed in an attached
+// terminal, or a message the guest delivers from before the restart) is the human's, and must not bring it down.
+func TestPumpClaimsUserLinesBeforeAnyExpectation(t *testing.T) {
+	log := &memLog{}
+	p := &Pump{Log: log, Attribution: &Attribution{}}
+	err := p.Run(context.Background(), "c1", replay{{ID: "u1", Role: ptyapi.RoleUser, Text: "typed after a restart"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := log.entries["c1"]; len(got) != 1 || got[0].Speaker != transcriptwire.SpeakerHuman {
+		t.Fatalf("entries %+v", got)
+	}
+	var a Attribution
+	a.Forget("c2")
+	if s := a.Claim("c2", "x"); s != transcriptwire.SpeakerHuman {
+		t.Fatalf("claim on a fresh attribution: %q", s)
+	}
+}
