@@ -292,6 +292,51 @@ func (v *verifier) mail() *check {
 	return c
 }
 
+// mailShown: every acknowledged mail, read by the delivery into its recipient's live conversation (after
+// quiescence nothing is unread), is in that conversation's transcript; more than once is counted, not a violation
+// (docs/mail.md: a supervisor crash between a delivery and its read-advance delivers that mail again).
+func (v *verifier) mailShown() *check {
+	c := &check{name: "delivered mail shown in the recipient's transcript"}
+	counts := map[string]map[string]int{} // recipient → body → times shown
+	for _, agent := range v.f.workers {
+		m := map[string]int{}
+		for _, e := range userEntries(v.transcripts[v.f.convs[agent]]) {
+			for _, part := range strings.Split(e.Text, "\n") {
+				if _, body, ok := strings.Cut(part, "]: "); ok && strings.HasPrefix(part, "[Mail from agent ") {
+					m[strings.TrimSpace(body)]++
+				}
+			}
+		}
+		counts[agent] = m
+	}
+	twice := 0
+	see := func(to, body string) {
+		c.checked++
+		switch n := counts[to][body]; {
+		case n == 0:
+			c.fail("mail %q to %s was delivered (read) but is not in %s's transcript", body, to, v.f.convs[to])
+		case n > 1:
+			twice++
+		}
+	}
+	v.l.mu.Lock()
+	mails := append([]*mailRec(nil), v.l.mails...)
+	sends := append([]*sendRec(nil), v.l.sends...)
+	v.l.mu.Unlock()
+	for _, m := range mails {
+		if m.acked {
+			see(m.to, m.body)
+		}
+	}
+	for _, s := range sends {
+		if _, ok := v.mailToolAcks[s.id]; ok && s.kind == opMailTool {
+			see(s.to, "mt-"+s.id)
+		}
+	}
+	v.info = append(v.info, fmt.Sprintf("mail: %d acknowledged mail shown in the recipient's transcript, %d of them more than once", c.checked, twice))
+	return c
+}
+
 // tools: per conversation, the tool calls its grant recorded as returned (exit 0) against the results its caller
 // saw and the backend's own log. A result the caller saw must be counted; a counted call must have run; a
 // counted call nobody saw is only possible when a fault cut the caller off (at most one per fault: the fake CLI

@@ -234,7 +234,7 @@ func soak(ctx context.Context, o options, sup *supervisor, docker *dockerclient.
 	if settleErr != nil {
 		quiet.fail("%v", settleErr)
 	}
-	r.checks = []*check{quiet, v.sends(), v.mail(), v.tools(ctx), v.containers(ctx), v.monitors(), leak(baseline, final)}
+	r.checks = []*check{quiet, v.sends(), v.mail(), v.mailShown(), v.tools(ctx), v.containers(ctx), v.monitors(), leak(baseline, final)}
 	r.info = v.info
 	l.mu.Lock()
 	r.attempts, r.acks, r.errs = l.attempts, l.acks, l.errs
