@@ -302,8 +302,10 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	if err != nil {
 		return ptyapi.StartResponse{}, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "harness %s: %v", adapter.Name(), err)
 	}
-	// Messages an earlier run of this session accepted but its CLI never recorded go first.
-	ob, again, err := openOutbox(h.opts.Home, req.WorkDir, launch.SessionID, adapter, h.log)
+	// Messages an earlier run of this session accepted but its CLI never recorded go first (the outbox reads the
+	// session store with h.readTranscript, which parses with h.adapter).
+	h.adapter = adapter
+	ob, again, err := openOutbox(h.opts.Home, req.WorkDir, launch.SessionID, adapter, h.readTranscript, h.log)
 	if err != nil {
 		h.log.Warn("no outbox: accepted messages will not outlive this container", "err", err)
 	}

@@ -75,9 +75,28 @@ type outbox struct {
 	log     *slog.Logger
 	nextID  uint64
 	pending []*outMsg
-	// reader follows the session store; count is the number of entries it has read.
-	reader storeReader
-	count  int
+	// read is the host's reader of the session store (Host.readTranscript); path, offset and partial are where
+	// the outbox stands in it, count the number of entries read.
+	read    storeRead
+	path    string
+	offset  int64
+	partial []byte
+	count   int
+}
+
+// storeRead parses the complete lines appended to a session file since offset, handing their entries to fn, and
+// returns the new offset and incomplete tail (Host.readTranscript).
+type storeRead func(path string, offset int64, partial []byte, fn func(ptyapi.TranscriptEntry) error) (int64, []byte, bool, error)
+
+// readStore reads what the CLI appended to its session store since the last read; a store truncated or replaced
+// is read again from its start, its entries counted from 0.
+func (o *outbox) readStore(fn func(ptyapi.TranscriptEntry) error) error {
+	if st, err := os.Stat(o.path); err == nil && st.Size() < o.offset {
+		o.count = 0
+	}
+	var err error
+	o.offset, o.partial, _, err = o.read(o.path, o.offset, o.partial, fn)
+	return err
 }
 
 // openOutbox opens the home's outbox for a run of session (known at launch) and returns the messages of an
@@ -85,7 +104,7 @@ type outbox struct {
 // session is dropped (its messages belong to a run that is not continued). It returns a nil outbox, and nothing to
 // deliver, when the session store cannot be read as lines (harness.StoreFollower) or the session id is not known at
 // launch.
-func openOutbox(home, workDir, session string, a harness.Adapter, log *slog.Logger) (*outbox, []queued, error) {
+func openOutbox(home, workDir, session string, a harness.Adapter, read storeRead, log *slog.Logger) (*outbox, []queued, error) {
 	if _, ok := a.(harness.StoreFollower); ok || session == "" {
 		return nil, nil, nil
 	}
@@ -97,8 +116,7 @@ func openOutbox(home, workDir, session string, a harness.Adapter, log *slog.Logg
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &outbox{root: root, session: session, adapter: a, log: log, nextID: 1}
-	o.reader = storeReader{path: path, onRestart: func() { o.count = 0 }}
+	o := &outbox{root: root, session: session, adapter: a, log: log, nextID: 1, read: read, path: path}
 	prevSession, prev, err := o.load()
 	if err != nil {
 		log.Warn("outbox unreadable: messages of an earlier run are not delivered again", "err", err)
@@ -109,8 +127,8 @@ func openOutbox(home, workDir, session string, a harness.Adapter, log *slog.Logg
 	var users []indexedText
 	keep := len(prev) > 0 && prevSession == session
 	for {
-		at := o.reader.offset
-		if _, _, err := o.reader.read(a, log, func(e harness.TranscriptEntry) error {
+		at := o.offset
+		if err := o.readStore(func(e ptyapi.TranscriptEntry) error {
 			if keep && e.Role == ptyapi.RoleUser {
 				users = append(users, indexedText{o.count, e.Text})
 			}
@@ -120,7 +138,7 @@ func openOutbox(home, workDir, session string, a harness.Adapter, log *slog.Logg
 			_ = root.Close()
 			return nil, nil, fmt.Errorf("outbox: reading the session store: %w", err)
 		}
-		if o.reader.offset == at { // read to its end (one read takes at most 64 MiB)
+		if o.offset == at { // read to its end (one read takes at most 64 MiB)
 			break
 		}
 	}
@@ -370,7 +388,7 @@ func (o *outbox) catchUp() {
 }
 
 func (o *outbox) catchUpLocked() {
-	_, _, err := o.reader.read(o.adapter, o.log, func(e harness.TranscriptEntry) error {
+	err := o.readStore(func(e ptyapi.TranscriptEntry) error {
 		idx := o.count
 		o.count++
 		if e.Role != ptyapi.RoleUser {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -44,8 +43,10 @@ func (h *Host) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEn
 	}
 	var (
 		sid     string
+		path    string
 		missing bool
-		r       storeReader
+		offset  int64
+		partial []byte
 	)
 	t := time.NewTicker(TranscriptPoll)
 	defer t.Stop()
@@ -58,21 +59,15 @@ func (h *Host) FollowTranscript(ctx context.Context, fn func(ptyapi.TranscriptEn
 			if err != nil {
 				return fmt.Errorf("follow transcript: %w", err)
 			}
-			if cur != sid || p != r.path {
-				sid, r = cur, storeReader{path: p}
+			if cur != sid || p != path {
+				sid, path, offset, partial = cur, p, 0, nil
 			}
 		}
-		if r.path != "" {
-			var fnErr, err error
-			missing, _, err = r.read(h.adapter, h.log, func(e harness.TranscriptEntry) error {
-				fnErr = fn(e.TranscriptEntry)
-				return fnErr
-			})
-			switch {
-			case fnErr != nil:
-				return fnErr
-			case err != nil:
-				return fmt.Errorf("follow transcript: %w", err)
+		if path != "" {
+			var err error
+			offset, partial, missing, err = h.readTranscript(path, offset, partial, fn)
+			if err != nil {
+				return err
 			}
 		}
 		if exited {
@@ -109,65 +104,52 @@ func (h *Host) followStore(ctx context.Context, sf harness.StoreFollower, fn fun
 	return fmt.Errorf("follow transcript: %w", err)
 }
 
-// storeReader reads a file-based native session store incrementally: the entries of the complete lines appended
-// since the last read.
-type storeReader struct {
-	path    string
-	offset  int64
-	partial []byte
-	// onRestart, when set, is called when the file was truncated or replaced and is read again from its start.
-	onRestart func()
-}
-
-// read hands fn the entries of the complete lines appended to the file since the last read, in order. It reports
-// whether the file does not exist (yet), and whether it was truncated or replaced since the last read, in which case
-// it was read again from its start (fn's caller dedupes).
-func (r *storeReader) read(a harness.Adapter, log *slog.Logger, fn func(harness.TranscriptEntry) error) (missing, restarted bool, err error) {
-	f, err := os.Open(r.path)
+// readTranscript parses the complete lines appended to path since offset and
+// hands their entries to fn; it returns the new offset, any incomplete tail
+// and whether the file does not exist (yet).
+func (h *Host) readTranscript(path string, offset int64, partial []byte,
+	fn func(ptyapi.TranscriptEntry) error) (int64, []byte, bool, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return true, false, nil // the CLI has not written this session yet
+		return offset, partial, true, nil // the CLI has not written this session yet
 	}
 	if err != nil {
-		return false, false, err
+		return offset, partial, false, fmt.Errorf("follow transcript: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() < r.offset {
-		r.offset, r.partial, restarted = 0, nil, true
-		if r.onRestart != nil {
-			r.onRestart()
-		}
+	if st, err := f.Stat(); err == nil && st.Size() < offset {
+		// Truncated or replaced: start over (fn's caller dedupes by entry id).
+		offset, partial = 0, nil
 	}
-	if _, err := f.Seek(r.offset, io.SeekStart); err != nil {
-		return false, restarted, err
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return offset, partial, false, fmt.Errorf("follow transcript: %w", err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
 	if err != nil {
-		return false, restarted, err
+		return offset, partial, false, fmt.Errorf("follow transcript: %w", err)
 	}
-	r.offset += int64(len(data))
-	buf := append(r.partial, data...)
+	offset += int64(len(data))
+	buf := append(partial, data...)
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
-		r.partial = buf
-		return false, restarted, nil
+		return offset, buf, false, nil
 	}
-	complete := buf[:end+1]
-	r.partial = append([]byte(nil), buf[end+1:]...)
+	complete, rest := buf[:end+1], append([]byte(nil), buf[end+1:]...)
 	// Line by line, so one malformed line costs only itself.
 	for _, line := range bytes.SplitAfter(complete, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		entries, err := a.ParseTranscript(bytes.NewReader(line))
+		entries, err := h.adapter.ParseTranscript(bytes.NewReader(line))
 		if err != nil {
-			log.Warn("skipping an unparseable transcript line", "file", r.path, "bytes", len(line), "err", err)
+			h.log.Warn("skipping an unparseable transcript line", "file", path, "bytes", len(line), "err", err)
 			continue
 		}
 		for _, e := range entries {
-			if err := fn(e); err != nil {
-				return false, restarted, err
+			if err := fn(e.TranscriptEntry); err != nil {
+				return offset, rest, false, err
 			}
 		}
 	}
-	return false, restarted, nil
+	return offset, rest, false, nil
 }
