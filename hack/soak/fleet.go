@@ -59,7 +59,9 @@ func setUp(ctx context.Context, c *client.Client, n int, invocationLog string) (
 		if err := create(ctx, c, a); err != nil {
 			return nil, err
 		}
-		if err := create(ctx, c, toolGrant(name, invocationLog)); err != nil {
+	}
+	for _, obj := range toolObjects(f.workers, invocationLog) {
+		if err := create(ctx, c, obj); err != nil {
 			return nil, err
 		}
 	}

@@ -396,14 +396,14 @@ func (v *verifier) tools(ctx context.Context) *check {
 			unseen += recordedOK - seenOK
 		}
 		// The counter against the history it summarises.
-		obj, err := v.c.Get(ctx, "grants", namespace, agent+"-tools")
+		obj, err := v.c.Get(ctx, "grants", namespace, grantName(agent))
 		if err != nil {
-			c.fail("grant %s-tools: %v", agent, err)
+			c.fail("grant %s: %v", grantName(agent), err)
 			continue
 		}
 		var g v1alpha1.Grant
 		if err := client.ToTyped(obj, &g); err != nil {
-			c.fail("grant %s-tools: %v", agent, err)
+			c.fail("grant %s: %v", grantName(agent), err)
 			continue
 		}
 		histCalls, histRefused := 0, 0

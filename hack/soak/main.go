@@ -43,7 +43,7 @@ import (
 // options are the command line.
 type options struct {
 	duration, period, faultEvery time.Duration
-	agents, watchCache           int
+	agents, watchCache, memtable int
 	binDir, workDir              string
 	dockerdRestart               bool
 	ensureDocker                 string
@@ -57,6 +57,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 2*time.Minute, "how long load and chaos run")
 	flag.IntVar(&o.agents, "agents", 20, "worker agents (each with one conversation)")
 	flag.IntVar(&o.watchCache, "watch-cache", 256, "the supervisor's --watch-cache (the leak check waits until it has cycled)")
+	flag.IntVar(&o.memtable, "memtable-mib", 1, "the supervisor's --memtable-mib (the leak check waits for flushes)")
 	flag.DurationVar(&o.period, "period", time.Second, "mean pause between one worker's operations")
 	flag.DurationVar(&o.faultEvery, "fault-every", 8*time.Second, "mean pause between faults")
 	flag.StringVar(&o.binDir, "bin", "", "directory with aicli-supervisor, aicli-guest, aicli-fake-cli and aicli-tool")
@@ -91,7 +92,7 @@ func run(ctx context.Context, o options, out io.Writer) int {
 		return 2
 	}
 	defer docker.Close()
-	sup, err := newSupervisor(filepath.Join(o.binDir, "aicli-supervisor"), o.workDir, o.watchCache)
+	sup, err := newSupervisor(filepath.Join(o.binDir, "aicli-supervisor"), o.workDir, o.watchCache, o.memtable)
 	if err != nil {
 		log.Error("supervisor client", "err", err)
 		return 2
@@ -247,26 +248,29 @@ func soak(ctx context.Context, o options, sup *supervisor, docker *dockerclient.
 	return r, nil
 }
 
-// warmUp runs load and container faults until the supervisor, started for the last time, has written twice its
-// --watch-cache events: its in-memory cache of recent events (with their objects, about 7 KB each here; trimmed from
-// twice its size back to its size) has then filled and been trimmed once, so the heap has reached its steady-state
-// high-water mark (the soak runs it with a small cache, so this takes seconds, not the minutes 4096 would). It then
-// pauses the load, settles the fleet and takes the baseline: goroutines settled, RSS the highest of the settled
-// samples and those taken since the first trim (RSS follows the high-water mark, and the final figure is compared
-// with it).
+// warmUp runs load and container faults until the supervisor, started for the last time, holds its steady-state
+// memory, then takes the baseline. Two bounded consumers grow first: its in-memory cache of recent store events
+// (with their objects, about 7 KB each here; trimmed from twice its size back to its size) and pebble's memtables
+// (outside the Go heap, in RSS: filled by writes, freed at a flush, each one twice the size of the one before up to
+// the memtable size). So the warm-up lasts until the process has written twice its --watch-cache events and flushed
+// its memtable about four times (supervisor.flushesSinceStart), with small sizes for both (a minute or two, not the
+// hours the defaults would take at this load). Then it pauses the load, settles the fleet and takes the baseline:
+// goroutines settled, RSS the highest of the settled samples and of those taken every 2 s after the conditions held,
+// through one more flush (RSS follows the memtable's fill; the final figure is compared with this envelope).
 func warmUp(ctx context.Context, sup *supervisor, f *fleet, ld *load, ch *chaos, faultEvery time.Duration, log *slog.Logger) (usage, error) {
 	cache := sup.watchCache
 	if cache <= 0 {
 		cache = store.DefaultWatchCache
 	}
 	need := uint64(2*cache + 1)
-	log.Info("phase 1 over: warming up until the store's event cache has cycled", "faults", ch.snapshot(), "events", need)
+	const flushes = 4
+	log.Info("phase 1 over: warming up until the event cache has cycled and the store has flushed", "faults", ch.snapshot(),
+		"events", need, "flushes", flushes)
 	wctx, endWarm := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); ch.run(wctx, faultEvery, []string{faultGuest, faultKill, faultRemove}, 0) }()
 	var peak float64
-	cycled := false
-	for !cycled {
+	for warm := false; !warm; {
 		select {
 		case <-ctx.Done():
 			endWarm()
@@ -275,13 +279,15 @@ func warmUp(ctx context.Context, sup *supervisor, f *fleet, ld *load, ch *chaos,
 		case <-time.After(2 * time.Second):
 		}
 		n, err := sup.eventsSinceStart(ctx)
-		cycled = err == nil && n >= need
+		warm = err == nil && n >= need && sup.flushesSinceStart() >= flushes
 	}
-	for range 5 { // just after the trim: RSS still holds the high-water mark
+	// The envelope: RSS every 2 s through one more memtable flush (at most 90 s).
+	t0, until := sup.flushesSinceStart(), time.Now().Add(90*time.Second)
+	for sup.flushesSinceStart() == t0 && time.Now().Before(until) && ctx.Err() == nil {
 		if u, err := sup.sample(ctx); err == nil {
 			peak = max(peak, u.RSSBytes)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(2 * time.Second)
 	}
 	endWarm()
 	<-done

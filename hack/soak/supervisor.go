@@ -23,23 +23,26 @@ import (
 // restarts. The soak is its parent and the only one that ends it (by PID).
 type supervisor struct {
 	bin, dataDir, logPath string
-	// watchCache is the supervisor's --watch-cache: its in-memory cache of recent store events.
-	watchCache int
+	// watchCache and memtableMiB are the supervisor's --watch-cache (its in-memory cache of recent store events)
+	// and --memtable-mib (pebble's memtable, outside the Go heap, filled by writes until a flush).
+	watchCache, memtableMiB int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
 	// id is the supervisor's stable id (its containers' aicli.dev/supervisor label).
 	id string
-	// starts counts the processes started; startSeq is the store's event sequence when the last one started.
-	starts   int
-	startSeq uint64
+	// starts counts the processes started; startSeq is the store's event sequence when the last one started, and
+	// startFile the highest file number of its store then.
+	starts    int
+	startSeq  uint64
+	startFile int
 	c        *client.Client
 }
 
-func newSupervisor(bin, workDir string, watchCache int) (*supervisor, error) {
+func newSupervisor(bin, workDir string, watchCache, memtableMiB int) (*supervisor, error) {
 	s := &supervisor{bin: bin, dataDir: filepath.Join(workDir, "data"), logPath: filepath.Join(workDir, "supervisor.log"),
-		watchCache: watchCache}
+		watchCache: watchCache, memtableMiB: memtableMiB}
 	c, err := client.New(client.Config{Server: "unix://" + layout.Dir(s.dataDir).Socket(), Timeout: 20 * time.Second})
 	if err != nil {
 		return nil, err
@@ -55,7 +58,7 @@ func (s *supervisor) start(ctx context.Context) error {
 		return err
 	}
 	cmd := exec.Command(s.bin, "--data-dir", s.dataDir, "--log-format", "text", "--offline-pricing",
-		"--watch-cache", strconv.Itoa(s.watchCache))
+		"--watch-cache", strconv.Itoa(s.watchCache), "--memtable-mib", strconv.Itoa(s.memtableMiB))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -94,8 +97,37 @@ func (s *supervisor) start(ctx context.Context) error {
 	s.mu.Lock()
 	s.id = strings.TrimSpace(string(id))
 	s.startSeq = seq
+	s.startFile = s.newestFile(false)
 	s.mu.Unlock()
 	return nil
+}
+
+// newestFile returns the highest pebble file number in the store (NNNNNN.sst, .log, MANIFEST-NNNNNN), of table
+// files only when tablesOnly.
+func (s *supervisor) newestFile(tablesOnly bool) int {
+	entries, _ := os.ReadDir(layout.Dir(s.dataDir).Store())
+	newest := 0
+	for _, e := range entries {
+		name := e.Name()
+		isTable := strings.HasSuffix(name, ".sst")
+		if tablesOnly && !isTable {
+			continue
+		}
+		name = strings.TrimPrefix(strings.TrimSuffix(strings.TrimSuffix(name, ".sst"), ".log"), "MANIFEST-")
+		if num, err := strconv.Atoi(name); err == nil {
+			newest = max(newest, num)
+		}
+	}
+	return newest
+}
+
+// flushesSinceStart estimates the memtable flushes of the running process: each allocates a table and a log file
+// number, so it is half the file numbers from the highest at the start to the newest table.
+func (s *supervisor) flushesSinceStart() int {
+	s.mu.Lock()
+	start := s.startFile
+	s.mu.Unlock()
+	return max(s.newestFile(true)-start, 0) / 2
 }
 
 // storeSeq is the store's current event sequence (a list's resourceVersion).

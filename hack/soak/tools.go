@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"aicli.dev/aicli/apis/v1alpha1"
 )
 
@@ -20,23 +22,31 @@ const soakTool = "soak-tool"
 // $2 the caller's argument.
 const toolScript = `printf '%s\n' "$2" >> "$1"; echo "ok $2"`
 
-// toolGrant is the Grant that gives agent the soak tool, its backend writing to invocationLog.
-func toolGrant(agent, invocationLog string) *v1alpha1.Grant {
-	g := &v1alpha1.Grant{Spec: v1alpha1.GrantSpec{
-		Subject: agent,
-		Tools: []v1alpha1.ToolGrant{{
-			Name:           soakTool,
-			Usage:          soakTool + " ID: records ID on the supervisor host and answers ok ID",
-			TimeoutSeconds: 20,
-			Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{
-				Command: "/bin/sh",
-				Args:    []string{"-c", toolScript, soakTool, invocationLog},
+// toolObjects are every object the soak applies for its tool: one Grant per worker, each holding the tool with its
+// exec backend (switching to a cluster-scoped class of the backend that Grants name changes only this function).
+func toolObjects(workers []string, invocationLog string) []runtime.Object {
+	var out []runtime.Object
+	for _, agent := range workers {
+		g := &v1alpha1.Grant{Spec: v1alpha1.GrantSpec{
+			Subject: agent,
+			Tools: []v1alpha1.ToolGrant{{
+				Name:           soakTool,
+				Usage:          soakTool + " ID: records ID on the supervisor host and answers ok ID",
+				TimeoutSeconds: 20,
+				Backend: v1alpha1.ToolBackend{Exec: &v1alpha1.ExecBackend{
+					Command: "/bin/sh",
+					Args:    []string{"-c", toolScript, soakTool, invocationLog},
+				}},
 			}},
-		}},
-	}}
-	g.Namespace, g.Name = namespace, agent+"-tools"
-	return g
+		}}
+		g.Namespace, g.Name = namespace, grantName(agent)
+		out = append(out, g)
+	}
+	return out
 }
+
+// grantName is the Grant that holds agent's soak tool (the tool check reads its call counters).
+func grantName(agent string) string { return agent + "-tools" }
 
 // readInvocations returns the ids the backend logged, with how often each was logged.
 func readInvocations(path string) (map[string]int, error) {
