@@ -37,7 +37,7 @@ type supervisor struct {
 	starts    int
 	startSeq  uint64
 	startFile int
-	c        *client.Client
+	c         *client.Client
 }
 
 func newSupervisor(bin, workDir string, watchCache, memtableMiB int) (*supervisor, error) {
