@@ -25,7 +25,7 @@ func (h *Host) SendMessage(ctx context.Context, text string) error {
 	// happens outside h.mu.
 	h.sendMu.Lock()
 	defer h.sendMu.Unlock()
-	if err := h.acceptingLocked(); err != nil {
+	if err := h.accepting(); err != nil {
 		return err
 	}
 	id, err := h.outbox.accept(text)
@@ -46,8 +46,8 @@ func (h *Host) SendMessage(ctx context.Context, text string) error {
 	return nil
 }
 
-// acceptingLocked is stateErrLocked under h.mu.
-func (h *Host) acceptingLocked() error {
+// accepting is stateErrLocked under h.mu.
+func (h *Host) accepting() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.stateErrLocked()

@@ -71,7 +71,6 @@ type outbox struct {
 	root    *os.Root // the home
 	f       *os.File // the file, open for appending; nil until the first write
 	session string
-	adapter harness.Adapter
 	log     *slog.Logger
 	nextID  uint64
 	pending []*outMsg
@@ -116,7 +115,7 @@ func openOutbox(home, workDir, session string, a harness.Adapter, read storeRead
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &outbox{root: root, session: session, adapter: a, log: log, nextID: 1, read: read, path: path}
+	o := &outbox{root: root, session: session, log: log, nextID: 1, read: read, path: path}
 	prevSession, prev, err := o.load()
 	if err != nil {
 		log.Warn("outbox unreadable: messages of an earlier run are not delivered again", "err", err)
