@@ -220,7 +220,7 @@ func soak(ctx context.Context, o options, sup *supervisor, docker *dockerclient.
 
 	log.Info("load and chaos over: waiting for quiescence")
 	r := &result{o: o, supID: sup.supervisorID(), baseline: baseline, warm: warm}
-	settleErr := settle(ctx, sup.c, f, 4*time.Minute, log)
+	settleErr := settle(ctx, sup.c, f, 2*time.Minute, log)
 	final, err := sup.settledSample(ctx, 5)
 	if err != nil {
 		return nil, err
@@ -293,7 +293,7 @@ func warmUp(ctx context.Context, sup *supervisor, f *fleet, ld *load, ch *chaos,
 	<-done
 	ld.pause()
 	defer ld.resume()
-	if err := settle(ctx, sup.c, f, 3*time.Minute, log); err != nil {
+	if err := settle(ctx, sup.c, f, 2*time.Minute, log); err != nil {
 		return usage{}, fmt.Errorf("settling for the baseline: %w", err)
 	}
 	base, err := sup.settledSample(ctx, 5)
@@ -308,13 +308,19 @@ func warmUp(ctx context.Context, sup *supervisor, f *fleet, ld *load, ch *chaos,
 }
 
 // settle waits until every worker conversation is live, every Active conversation IDLE, no worker has unread
-// mail, and no transcript has grown for 5 s in a row; it resumes conversations a late fault paused.
-func settle(ctx context.Context, c *client.Client, f *fleet, timeout time.Duration, log *slog.Logger) error {
-	deadline := time.Now().Add(timeout)
+// mail, and no transcript has grown for 5 s in a row; it resumes conversations a late fault paused. A backlog of
+// mail can take minutes to drain, so it gives up only when nothing has moved (no transcript grew, no unread count
+// changed) for stall, or after an hour.
+func settle(ctx context.Context, c *client.Client, f *fleet, stall time.Duration, log *slog.Logger) error {
+	began := time.Now()
+	lastMove := began
 	var last, why string
 	stable, n := 0, 0
 	for {
 		fp, notYet, err := fingerprint(ctx, c, f)
+		if err == nil && fp != last {
+			lastMove = time.Now()
+		}
 		switch {
 		case err != nil:
 			stable, why = 0, err.Error()
@@ -327,14 +333,15 @@ func settle(ctx context.Context, c *client.Client, f *fleet, timeout time.Durati
 		}
 		last = fp
 		if stable >= 5 {
-			log.Info("settled", "after", time.Since(deadline.Add(-timeout)).Round(time.Second))
+			log.Info("settled", "after", time.Since(began).Round(time.Second))
 			return nil
 		}
 		if n++; n%15 == 0 {
 			log.Info("settling", "waiting for", why)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not quiescent after %s: %s", timeout, why)
+		if d := time.Since(lastMove); d > stall || time.Since(began) > time.Hour {
+			return fmt.Errorf("not quiescent after %s (nothing moved for %s): %s", time.Since(began).Round(time.Second),
+				d.Round(time.Second), why)
 		}
 		select {
 		case <-ctx.Done():
@@ -370,6 +377,7 @@ func fingerprint(ctx context.Context, c *client.Client, f *fleet) (string, strin
 		}
 		fmt.Fprintf(&b, "%s=%d;", conv.Name, page.NextCursor)
 	}
+	unread := 0
 	agents, err := c.List(ctx, "agents", namespace, client.ListOptions{})
 	if err != nil {
 		return "", "", err
@@ -378,8 +386,10 @@ func fingerprint(ctx context.Context, c *client.Client, f *fleet) (string, strin
 		var a v1alpha1.Agent
 		if err := client.ToTyped(&agents.Items[i], &a); err == nil && a.Status.InboxUnread > 0 {
 			notYet = fmt.Sprintf("agent %s: %d unread", a.Name, a.Status.InboxUnread)
+			unread += int(a.Status.InboxUnread)
 		}
 	}
+	fmt.Fprintf(&b, "unread=%d", unread)
 	if err := f.waitLive(ctx, c, 0); err != nil && notYet == "" {
 		notYet = err.Error()
 	}
