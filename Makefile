@@ -74,6 +74,10 @@ test-all: ## Everything CI runs: the README's test command.
 bench: ## Long benchmarks; results go to docs/benchmarks.md by hand.
 	hack/bench/all.sh
 
+.PHONY: soak
+soak: ## Chaos soak: a real supervisor, 20 agents under load, kill -9s, guest/container kills, one dockerd restart (DURATION=2m).
+	hack/soak.sh $(or $(DURATION),2m)
+
 .PHONY: run
 run: ## Set up and run the supervisor with its embedded defaults.
 	hack/run.sh

@@ -67,6 +67,10 @@ func newRootCommand() *cobra.Command {
 	f.BoolVar(&cfg.OfflinePricing, "offline-pricing", false, "never fetch prices live: use the cached or bundled table")
 	f.BoolVar(&cfg.MirrorCLIOutput, "mirror-cli-output", false,
 		"also copy each CLI's raw output into its container's log (docker logs); costs the engine CPU on fast output")
+	f.IntVar(&cfg.WatchCache, "watch-cache", 0,
+		"recent store events kept in memory to serve watches without reading the store (0: the default, 4096)")
+	f.IntVar(&cfg.MemTableMiB, "memtable-mib", 0,
+		"size of the store's memtable in MiB, memory outside the Go heap filled by writes until a flush (0: 64)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(newTokenCommand(), newSecretCommand(), newCapKeyCommand())

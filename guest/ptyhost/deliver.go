@@ -8,8 +8,9 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
-// SendMessage implements ptyapi.PTY: it validates and queues text and returns;
-// one delivery goroutine writes queued messages whole, in order.
+// SendMessage implements ptyapi.PTY: it validates text, records it in the outbox (synced: an accepted message
+// outlives the container, see outbox.go), queues it and returns; one delivery goroutine writes queued messages
+// whole, in order.
 func (h *Host) SendMessage(ctx context.Context, text string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("send message: %w", err)
@@ -20,29 +21,58 @@ func (h *Host) SendMessage(ctx context.Context, text string) error {
 	if text == "" {
 		return ptyapi.Errorf(ptyapi.ErrInvalidArgument, "empty message")
 	}
+	// One send at a time from the outbox to the queue, so both keep the acceptance order; the outbox's sync
+	// happens outside h.mu.
+	h.sendMu.Lock()
+	defer h.sendMu.Unlock()
+	if err := h.accepting(); err != nil {
+		return err
+	}
+	id, err := h.outbox.accept(text)
+	if err != nil {
+		h.log.Error("recording an accepted message", "err", err)
+		return ptyapi.Errorf(ptyapi.ErrInternal, "the message could not be recorded: %v", err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch h.state {
-	case stateNew:
-		return ptyapi.ErrNotStarted
-	case stateExited:
-		return ptyapi.ErrExited
+	if err := h.stateErrLocked(); err != nil {
+		h.outbox.withdraw(id) // the CLI exited meanwhile: not accepted
+		return err
 	}
-	h.queue = append(h.queue, text)
+	h.queue = append(h.queue, queued{id: id, text: text})
 	// From here until the CLI's turn for text has ended the status is not
 	// IDLE; the change is pushed before the caller learns of the acceptance.
 	h.refreshLocked()
 	return nil
 }
 
+// accepting is stateErrLocked under h.mu.
+func (h *Host) accepting() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stateErrLocked()
+}
+
+// stateErrLocked refuses a message when the CLI is not running. Called with h.mu held.
+func (h *Host) stateErrLocked() error {
+	switch h.state {
+	case stateNew:
+		return ptyapi.ErrNotStarted
+	case stateExited:
+		return ptyapi.ErrExited
+	}
+	return nil
+}
+
 // deliverLoop delivers queued messages one at a time when the CLI can take them.
 func (h *Host) deliverLoop() {
 	for {
-		text, ok := h.nextMessage()
+		q, ok := h.nextMessage()
 		if !ok {
 			return
 		}
-		err := h.deliver(text)
+		h.outbox.typed(q.id)
+		err := h.deliver(q.text)
 		h.mu.Lock()
 		h.inflight = false
 		h.lastDeliver = time.Now()
@@ -51,27 +81,27 @@ func (h *Host) deliverLoop() {
 		h.refreshLocked()
 		h.mu.Unlock()
 		if err != nil {
-			h.log.Warn("message delivery failed", "err", err, "bytes", len(text))
+			h.log.Warn("message delivery failed", "err", err, "bytes", len(q.text))
 		}
 	}
 }
 
 // nextMessage blocks until a message may be delivered and dequeues it;
 // ok=false once the CLI has exited or the host is closed.
-func (h *Host) nextMessage() (string, bool) {
+func (h *Host) nextMessage() (queued, bool) {
 	for {
 		h.mu.Lock()
 		if h.state == stateExited {
 			h.mu.Unlock()
-			return "", false
+			return queued{}, false
 		}
 		wait, ready := h.readyLocked(time.Now())
 		if ready && len(h.queue) > 0 {
-			text := h.queue[0]
+			q := h.queue[0]
 			h.queue = h.queue[1:]
 			h.inflight = true
 			h.mu.Unlock()
-			return text, true
+			return q, true
 		}
 		changed := h.changed
 		h.mu.Unlock()
@@ -93,7 +123,7 @@ func (h *Host) nextMessage() (string, bool) {
 			timer.Stop()
 		}
 		if stopped {
-			return "", false
+			return queued{}, false
 		}
 	}
 }

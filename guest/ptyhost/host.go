@@ -145,8 +145,11 @@ type Host struct {
 	settled     bool
 	startIdle   time.Time
 	settleTimer *time.Timer
-	queue       []string
+	queue       []queued
 	inflight    bool
+	// outbox records accepted messages on the durable home (nil: none); sendMu orders SendMessage calls.
+	outbox      *outbox
+	sendMu      sync.Mutex
 	lastOutput  time.Time
 	lastDeliver time.Time
 	deliverSeq  uint64
@@ -299,10 +302,19 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	if err != nil {
 		return ptyapi.StartResponse{}, ptyapi.Errorf(ptyapi.ErrInvalidArgument, "harness %s: %v", adapter.Name(), err)
 	}
+	// Messages an earlier run of this session accepted but its CLI never recorded go first (the outbox reads the
+	// session store with h.readTranscript, which parses with h.adapter).
+	h.adapter = adapter
+	ob, again, err := openOutbox(h.opts.Home, req.WorkDir, launch.SessionID, adapter, h.readTranscript, h.log)
+	if err != nil {
+		h.log.Warn("no outbox: accepted messages will not outlive this container", "err", err)
+	}
 	ptmx, err := h.spawn(path, launch.Args, env, req)
 	if err != nil {
+		ob.close()
 		return ptyapi.StartResponse{}, err
 	}
+	h.outbox, h.queue = ob, again
 	h.ptmx = ptmx
 	h.adapter, h.policy, h.harnessName = adapter, adapter.Delivery(), adapter.Name()
 	h.sessionID = launch.SessionID
@@ -321,6 +333,9 @@ func (h *Host) Start(ctx context.Context, req ptyapi.StartRequest) (ptyapi.Start
 	go h.emuLoop()
 	go h.evalLoop()
 	go h.deliverLoop()
+	if ob != nil {
+		go h.watchOutbox(ob)
+	}
 	if launch.SessionID == "" {
 		go h.discoverSession(adapter, lreq, h.launchedAt)
 	}
@@ -674,7 +689,31 @@ func (h *Host) Close() error {
 			_ = h.mirror.Close(ctx)
 		}
 	}
+	h.mu.Lock()
+	ob := h.outbox
+	h.mu.Unlock()
+	ob.close()
 	return err
+}
+
+// outboxPoll is how often the outbox watcher reads the session store for the messages the CLI recorded.
+const outboxPoll = 250 * time.Millisecond
+
+// watchOutbox marks the messages the CLI records done until it exits (then once more) or the host is closed.
+func (h *Host) watchOutbox(o *outbox) {
+	t := time.NewTicker(outboxPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			o.catchUp()
+		case <-h.done:
+			o.catchUp() // what the CLI wrote before it exited
+			return
+		case <-h.stopCh:
+			return
+		}
+	}
 }
 
 // discoverSession polls the harness's store for the session id of a CLI that

@@ -2,7 +2,10 @@ package authority
 
 import (
 	"context"
+	"hash/fnv"
 	"log/slog"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,38 +16,23 @@ import (
 	"aicli.dev/aicli/internal/tools"
 )
 
-// recordQueue bounds the calls waiting to be written; beyond it a call is
-// logged and dropped from the grant's history rather than slowing the caller.
-const recordQueue = 4096
+// recordTimeout bounds one record's write (its retries on conflicts included).
+const recordTimeout = 10 * time.Second
 
-// Recorder writes each tool call as a status write of its Grant (so each call
-// is an event in the grant's history): counters, the last call, and the
-// conversation's count. Writes happen off the call path, one at a time.
+// recordStripes is how many locks serialise the writes: one grant's records always take the same one, so they
+// never race each other, while other grants' records are written concurrently (the store commits them together).
+const recordStripes = 64
+
+// Recorder writes each tool call as a status write of its Grant (so each call is an event in the grant's history):
+// counters, the last call, and the conversation's count. Record returns once the write is durable: the tool
+// server records a call before it sends the caller its exit code.
 type Recorder struct {
 	Client *storeclient.Client
 	Logger *slog.Logger
 	// Charge, when set, is told the cost of each authorised call of a tool with costUSD.
 	Charge func(namespace, agent, costUSD string)
 
-	queue chan tools.CallRecord
-	done  chan struct{}
-}
-
-// Start runs the writer until ctx ends.
-func (r *Recorder) Start(ctx context.Context) {
-	r.queue = make(chan tools.CallRecord, recordQueue)
-	r.done = make(chan struct{})
-	go func() {
-		defer close(r.done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case rec := <-r.queue:
-				r.write(ctx, rec)
-			}
-		}
-	}()
+	stripes [recordStripes]sync.Mutex
 }
 
 // Record implements tools.Recorder.
@@ -52,11 +40,18 @@ func (r *Recorder) Record(rec tools.CallRecord) {
 	if rec.Auth != nil && rec.Auth.Tool.CostUSD != "" && r.Charge != nil {
 		r.Charge(rec.Auth.Namespace, rec.Auth.Agent, rec.Auth.Tool.CostUSD)
 	}
-	select {
-	case r.queue <- rec:
-	default:
-		r.Logger.Warn("tool call records are backing up; dropping one from the grant's history", "tool", rec.Tool)
+	ns, grant, _ := recordTarget(rec)
+	if grant == "" || grant == grants.BuiltinGrant {
+		return
 	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ns + "/" + grant))
+	mu := &r.stripes[h.Sum32()%recordStripes]
+	mu.Lock()
+	defer mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	r.write(ctx, rec)
 }
 
 func (r *Recorder) write(ctx context.Context, rec tools.CallRecord) {

@@ -79,6 +79,10 @@ type Config struct {
 	// OfflinePricing forbids live pricing fetches (cached or bundled table).
 	PricingURL     string
 	OfflinePricing bool
+	// WatchCache is how many recent store events are kept in memory for watches (0: store.DefaultWatchCache).
+	WatchCache int
+	// MemTableMiB is the size of the store's pebble memtable in MiB (0: the store's default, 64).
+	MemTableMiB int
 
 	// skipNameValidation lets tests run several supervisors in one process.
 	skipNameValidation bool
@@ -123,7 +127,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	st, err := store.Open(dir.Store(), store.Options{Logger: log})
+	st, err := store.Open(dir.Store(), store.Options{Logger: log, WatchCache: cfg.WatchCache,
+		MemTableSize: uint64(max(cfg.MemTableMiB, 0)) << 20})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ type toolStack struct {
 	binary string
 }
 
-// startTools opens the capability keyring and starts the call recorder (the
+// startTools opens the capability keyring and makes the call recorder (the
 // recorder charges priced calls to the agent's budget); the tool server runs
 // granted backends and the built-ins.
 func startTools(ctx context.Context, cfg Config, dir layout.Dir, c *storeclient.Client, sec secrets.Store,
@@ -45,7 +45,6 @@ func startTools(ctx context.Context, cfg Config, dir layout.Dir, c *storeclient.
 			log.Warn("charging a tool call to the budget", "agent", ns+"/"+agent, "err", err)
 		}
 	}}
-	rec.Start(ctx)
 	srv, err := tools.New(tools.Options{Authorizer: auth, Recorder: rec, Delegator: authority.Delegator{Authorizer: auth},
 		Builtins: builtins, Logger: log})
 	if err != nil {

@@ -19,20 +19,23 @@ var past = time.Unix(1, 0)
 
 // call is one stream being served.
 type call struct {
-	s       *Server
-	st      net.Conn
-	rec     CallRecord
-	exited  bool
-	secrets map[string][]byte
+	s        *Server
+	st       net.Conn
+	rec      CallRecord
+	exited   bool
+	recorded bool
+	secrets  map[string][]byte
 }
 
-// exit sends the Exit frame (once, best effort) and notes it in the record.
+// exit records the call, then sends the Exit frame (once, best effort): a caller that saw its exit code finds the
+// call on its grant.
 func (c *call) exit(e toolwire.Exit) {
 	if c.exited {
 		return
 	}
 	c.exited = true
 	c.rec.ExitCode, c.rec.Refused = e.Code, e.Refused
+	c.record()
 	if len(c.secrets) > 0 && e.Message != "" {
 		sc := newScrubber(c.secrets)
 		e.Message = string(append(sc.push([]byte(e.Message)), sc.flush()...))
@@ -41,13 +44,22 @@ func (c *call) exit(e toolwire.Exit) {
 	_ = toolwire.WriteJSON(c.st, toolwire.TypeExit, e)
 }
 
-// finish closes the stream and records the call.
+// finish closes the stream and records a call that ended without an exit sent (the caller went away).
 func (c *call) finish() {
 	_ = c.st.SetDeadline(past) // unblocks a stdin pump still reading
 	_ = c.st.Close()
 	if !c.exited {
 		c.rec.ExitCode = -1
 	}
+	c.record()
+}
+
+// record hands the call's record to the recorder, once.
+func (c *call) record() {
+	if c.recorded {
+		return
+	}
+	c.recorded = true
 	c.rec.Duration = time.Since(c.rec.At)
 	if c.rec.Refused != "" {
 		c.s.log.Info("tool call refused", "conversation", c.rec.Caller.ConversationUID, "tool", c.rec.Tool,
@@ -138,10 +150,9 @@ func (c *call) run(ctx context.Context, req toolwire.Request, auth *Authorizatio
 	out.flush()
 	c.rec.BytesOut = out.Sent()
 	cause := context.Cause(cctx)
-	defer func() {
-		_ = c.st.SetReadDeadline(past)
-		c.rec.BytesIn += <-stdinN
-	}()
+	// The stdin count belongs in the record, which is written before the exit goes out.
+	_ = c.st.SetReadDeadline(past)
+	c.rec.BytesIn += <-stdinN
 	switch {
 	case errors.Is(cause, errCallerGone) || out.Err() != nil:
 		c.exited = true // nobody to tell: recorded as a call that did not run to an exit

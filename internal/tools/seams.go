@@ -78,8 +78,10 @@ type CallRecord struct {
 	Namespace, Grant, Conversation string
 }
 
-// Recorder receives every call's record (authorised or refused). Record may be called concurrently and should not
-// block for long: it runs after the caller has its exit code.
+// Recorder receives every call's record (authorised or refused), once per call: before the caller is sent its exit
+// code, or when the call ends if the caller went away first. Record returns once the record is durable, so that a
+// call whose result the caller saw is counted even when the supervisor dies right after. It may be called
+// concurrently.
 type Recorder interface {
 	Record(CallRecord)
 }

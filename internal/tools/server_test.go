@@ -268,3 +268,48 @@ func TestCallerGoneKillsBackend(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 }
+
+// gatedRecorder holds every Record until released, noting that it was called.
+type gatedRecorder struct {
+	called  chan tools.CallRecord
+	release chan struct{}
+}
+
+func (g *gatedRecorder) Record(c tools.CallRecord) {
+	g.called <- c
+	<-g.release
+}
+
+// A caller that saw its exit code must find the call recorded even if the supervisor dies at that moment: the
+// record is written before the exit goes out, for calls that ran, were refused or asked for help.
+func TestCallRecordedBeforeTheCallerSeesItsExit(t *testing.T) {
+	auth := &fakeAuth{tools: map[string]*tools.Authorization{"echo": execTool("echo", "/bin/echo", "hi")}}
+	for _, req := range []toolwire.Request{
+		{Op: toolwire.OpCall, Tool: "echo", Token: "good"},
+		{Op: toolwire.OpCall, Tool: "echo", Token: "bad"},
+		{Op: toolwire.OpHelp, Tool: "echo", Token: "good"},
+	} {
+		rec := &gatedRecorder{called: make(chan tools.CallRecord, 1), release: make(chan struct{})}
+		s, _ := newServer(t, auth, func(o *tools.Options) { o.Recorder = rec })
+		res := make(chan result, 1)
+		go func() { res <- callRaw(s, requestBytes(t, req), nil) }()
+		var r tools.CallRecord
+		select {
+		case r = <-rec.called:
+		case got := <-res:
+			t.Fatalf("%s %q: the caller got its exit (%+v) before the call was recorded", req.Op, req.Token, got.exit)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s %q: the call was never recorded", req.Op, req.Token)
+		}
+		select {
+		case got := <-res:
+			t.Fatalf("%s %q: the caller got its exit (%+v) while the record was still being written", req.Op, req.Token, got.exit)
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(rec.release)
+		got := <-res
+		if got.err != nil || got.exit.Code != r.ExitCode {
+			t.Fatalf("%s %q: caller saw %+v (err %v), record says exit %d", req.Op, req.Token, got.exit, got.err, r.ExitCode)
+		}
+	}
+}

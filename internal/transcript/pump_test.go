@@ -104,3 +104,4 @@ func TestPumpAttributesAndCommitsEachLineOnce(t *testing.T) {
 		t.Errorf("pending expectation consumed by a re-read line: %q", s)
 	}
 }
+
