@@ -281,9 +281,11 @@ func slowStreamAndQueuedMessage(ctx SpecContext, sup *supervisorProc, provider *
 	<-sampled
 	// The reply streams 20+ tokens 100 ms apart: it is certainly still
 	// streaming 1.5 s after the provider received the request.
+	// The first request for the turn: a CLI may call its provider again for the same turn (a retry, a title), and
+	// measuring from a later call would put the window after the stream ended.
 	var asked time.Time
 	for _, r := range provider.Conversations() {
-		if r.LastUserText() == "slow one" {
+		if r.LastUserText() == "slow one" && (asked.IsZero() || r.Time.Before(asked)) {
 			asked = r.Time
 		}
 	}

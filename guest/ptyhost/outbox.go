@@ -76,7 +76,7 @@ type outbox struct {
 	pending []*outMsg
 	// read is the host's reader of the session store (Host.readTranscript); path, offset and partial are where
 	// the outbox stands in it, count the number of entries read.
-	read    storeRead
+	read  storeRead
 	path  string
 	tail  storeTail
 	count int

@@ -104,4 +104,3 @@ func TestPumpAttributesAndCommitsEachLineOnce(t *testing.T) {
 		t.Errorf("pending expectation consumed by a re-read line: %q", s)
 	}
 }
-
