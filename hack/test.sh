@@ -2,7 +2,8 @@
 # test.sh — the whole test suite, as CI runs it: Docker installed and started
 # when missing (its absence fails loudly), generated code checked, lint (gofmt,
 # vet, import boundaries), then unit, integration and Docker e2e tests (with
-# chromium installed when missing, for the browser specs).
+# chromium installed when missing, for the browser specs), a 2-minute chaos soak
+# and the real-CLI tier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/ensure-docker.sh
@@ -30,6 +31,8 @@ echo "== Docker e2e"
 hack/ensure-chromium.sh # the consoles' browser specs (label "browser") drive headless chromium
 go test -tags e2e -count=1 -timeout 5m -run '^TestDocker' ./internal/gateway/ ./internal/imagebuild/
 go test -tags e2e -count=1 -timeout 30m ./e2e/ -ginkgo.label-filter='!real-cli'
+echo "== chaos soak (2 minutes: kill -9s, guest and container kills, one dockerd restart; invariants checked)"
+hack/soak.sh 2m
 echo "== real-CLI tier"
 # Claude Code, Codex, Gemini CLI and OpenCode in their guest images (built on first use from
 # the pinned npm packages; each image is kept, its build intermediates removed) against the test's fake provider.
