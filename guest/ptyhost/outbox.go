@@ -16,7 +16,7 @@ import (
 	"aicli.dev/aicli/guest/ptyapi"
 )
 
-// The outbox makes an accepted message durable (docs/decisions/0036-accepted-messages-survive-the-container.md).
+// The outbox makes an accepted message durable (docs/decisions/0036-accepted-messages-outlive-the-container.md).
 // SendMessage appends the message to a file on the agent's durable home, synced, before it answers; the message is
 // then queued in memory as before. The container may die while the message waits in that queue (the CLI is busy),
 // while it is typed, or before the CLI has written it to its session store: when the same session is started again
@@ -74,8 +74,8 @@ type outbox struct {
 	log     *slog.Logger
 	nextID  uint64
 	pending []*outMsg
-	// read is the host's reader of the session store (Host.readTranscript); path, offset and partial are where
-	// the outbox stands in it, count the number of entries read.
+	// read is the host's reader of the session store (Host.readTranscript); path and tail are where the outbox
+	// stands in it, count the number of entries read.
 	read  storeRead
 	path  string
 	tail  storeTail
