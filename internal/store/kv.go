@@ -31,6 +31,31 @@ func (s *Store) PutKV(ctx context.Context, bucket, key string, val []byte) error
 	return s.submit(ctx, m)
 }
 
+// KVPut is one value of PutKVs.
+type KVPut struct {
+	Bucket, Key string
+	Value       []byte
+}
+
+// PutKVs stores every value in the side table atomically (all of them or none,
+// also across a crash) and returns once they are synced.
+func (s *Store) PutKVs(ctx context.Context, puts ...KVPut) error {
+	if len(puts) == 0 {
+		return nil
+	}
+	for _, p := range puts {
+		if err := checkKV(p.Bucket, p.Key); err != nil {
+			return err
+		}
+	}
+	m := kvMutation(opPutKV, puts[0].Bucket, puts[0].Key)
+	m.val = append([]byte{}, puts[0].Value...)
+	for _, p := range puts[1:] {
+		m.more = append(m.more, kvPair{key: kvKey(p.Bucket, p.Key), val: append([]byte{}, p.Value...)})
+	}
+	return s.submit(ctx, m)
+}
+
 // GetKV returns the value under bucket/key, or a NotFound error. The read is
 // ordered with writes: it observes every write acknowledged before it began
 // and returns only durable values.

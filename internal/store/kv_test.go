@@ -154,3 +154,24 @@ func TestScanKVAndLastKV(t *testing.T) {
 		t.Fatalf("bad bucket: %v", err)
 	}
 }
+
+// TestPutKVsWritesAllOrNothing checks that PutKVs stores values of several buckets together, and that one bad
+// key refuses the whole write.
+func TestPutKVsWritesAllOrNothing(t *testing.T) {
+	s := storetest.Open(t, store.Options{})
+	ctx := ctxT(t)
+	if err := s.PutKVs(ctx, store.KVPut{Bucket: "a", Key: "1", Value: []byte("x")}, store.KVPut{Bucket: "b", Key: "2", Value: []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][3]string{{"a", "1", "x"}, {"b", "2", "y"}} {
+		if v, err := s.GetKV(ctx, kv[0], kv[1]); err != nil || string(v) != kv[2] {
+			t.Fatalf("%s/%s = %q %v, want %q", kv[0], kv[1], v, err, kv[2])
+		}
+	}
+	if err := s.PutKVs(ctx, store.KVPut{Bucket: "a", Key: "3", Value: []byte("z")}, store.KVPut{Bucket: "b", Key: ""}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("a write with an empty key: %v, want BadRequest", err)
+	}
+	if _, err := s.GetKV(ctx, "a", "3"); !apierrors.IsNotFound(err) {
+		t.Fatalf("a refused PutKVs wrote its valid part: %v", err)
+	}
+}

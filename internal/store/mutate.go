@@ -255,6 +255,10 @@ func (s *Store) applyKV(g *group, gb *groupBatch, m *mutation) error {
 	case opPutKV:
 		gb.set(m.key, m.val)
 		g.kv[ks] = kvOverlay{val: m.val}
+		for _, p := range m.more {
+			gb.set(p.key, p.val)
+			g.kv[string(p.key)] = kvOverlay{val: p.val}
+		}
 		return nil
 	case opDeleteKV:
 		gb.delete(m.key)

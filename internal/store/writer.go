@@ -28,6 +28,9 @@ const (
 
 // mutation is one request to the writer. The writer fills out/outVal/err and
 // the publisher signals done once the request's group is durable.
+// kvPair is a side-table key (kvKey) and its value.
+type kvPair struct{ key, val []byte }
+
 type mutation struct {
 	op       opKind
 	resource string
@@ -36,6 +39,7 @@ type mutation struct {
 	uid, rv  string                     // preconditions ("" = none)
 	key      []byte                     // side-table key
 	val      []byte
+	more     []kvPair // PutKVs: further side-table values, in the same batch
 	keepFrom uint64
 	// Create only: the object's JSON up to the commit-time metadata, and
 	// its labels.

@@ -17,6 +17,8 @@ type Log interface {
 	Append(ctx context.Context, uid string, entries []transcriptwire.Entry) ([]transcriptwire.Entry, error)
 	Read(ctx context.Context, uid string, from int64, limit int) ([]transcriptwire.Entry, error)
 	Subscribe(ctx context.Context, uid string, from int64) (<-chan transcriptwire.Entry, error)
+	// HasNative reports whether an entry with the CLI's entry id native is committed.
+	HasNative(ctx context.Context, uid, native string) (bool, error)
 }
 
 // Pump copies a live CLI's native transcript into the Log, attributed: a user
@@ -31,13 +33,14 @@ type Pump struct {
 // entry as it arrives. It is safe to run again after a reconnect: entries
 // already committed are recognised by their native id.
 func (p *Pump) Run(ctx context.Context, uid string, src ptyapi.TranscriptFollower) error {
-	seen, err := p.committed(ctx, uid)
-	if err != nil {
-		return err
-	}
-	err = src.FollowTranscript(ctx, func(e ptyapi.TranscriptEntry) error {
-		if e.ID != "" && seen[e.ID] {
-			return nil // committed before a restart or reconnect
+	err := src.FollowTranscript(ctx, func(e ptyapi.TranscriptEntry) error {
+		if e.ID != "" {
+			switch seen, err := p.Log.HasNative(ctx, uid, e.ID); {
+			case err != nil:
+				return err
+			case seen:
+				return nil // committed before a restart or reconnect
+			}
 		}
 		speaker := p.speaker(uid, e)
 		if speaker == "" {
@@ -47,13 +50,8 @@ func (p *Pump) Run(ctx context.Context, uid string, src ptyapi.TranscriptFollowe
 		if ts.IsZero() {
 			ts = time.Now().UTC()
 		}
-		if _, err := p.Log.Append(ctx, uid, []transcriptwire.Entry{{Speaker: speaker, Text: e.Text, Time: ts, NativeID: e.ID}}); err != nil {
-			return err
-		}
-		if e.ID != "" {
-			seen[e.ID] = true
-		}
-		return nil
+		_, err := p.Log.Append(ctx, uid, []transcriptwire.Entry{{Speaker: speaker, Text: e.Text, Time: ts, NativeID: e.ID}})
+		return err
 	})
 	if err != nil && ctx.Err() == nil && p.Logger != nil {
 		p.Logger.Warn("transcript pump stopped", "conversation", uid, "err", err)
@@ -74,25 +72,5 @@ func (p *Pump) speaker(uid string, e ptyapi.TranscriptEntry) string {
 		return transcriptwire.SpeakerTool
 	default:
 		return ""
-	}
-}
-
-// committed returns the native ids already in the conversation's log.
-func (p *Pump) committed(ctx context.Context, uid string) (map[string]bool, error) {
-	seen := map[string]bool{}
-	for from := int64(1); ; {
-		batch, err := p.Log.Read(ctx, uid, from, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range batch {
-			if e.NativeID != "" {
-				seen[e.NativeID] = true
-			}
-			from = e.Cursor + 1
-		}
-		if len(batch) < 1000 {
-			return seen, nil
-		}
 	}
 }

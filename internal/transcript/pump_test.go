@@ -54,6 +54,17 @@ func (m *memLog) Subscribe(context.Context, string, int64) (<-chan transcriptwir
 	return nil, nil
 }
 
+func (m *memLog) HasNative(_ context.Context, uid, native string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.entries[uid] {
+		if c.NativeID == native {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 type replay []ptyapi.TranscriptEntry
 
 func (r replay) FollowTranscript(_ context.Context, fn func(ptyapi.TranscriptEntry) error) error {

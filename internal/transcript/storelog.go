@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"aicli.dev/aicli/internal/store"
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
@@ -18,10 +21,19 @@ const Bucket = "transcript"
 // bucket is the short local name of Bucket.
 const bucket = Bucket
 
+// NativeBucket indexes committed entries by the CLI's own entry id, so that an entry the guest sends again (after
+// a reconnect or a restart it follows the session store from its start) is recognised without holding every id in
+// memory: key "<conversation uid>/<native id>" holds the entry's cursor; key "<conversation uid>" the cursor up to
+// which the index is complete (entries committed before the index existed are indexed at the conversation's first
+// load). Each entry, its id and that mark are one atomic write.
+const NativeBucket = "transcript-native"
+
 // KVStore is the part of the event store the transcript log uses.
 type KVStore interface {
-	PutKV(ctx context.Context, bucket, key string, val []byte) error
+	PutKVs(ctx context.Context, puts ...store.KVPut) error
+	GetKV(ctx context.Context, bucket, key string) ([]byte, error)
 	ScanKV(ctx context.Context, bucket, prefix, from string, limit int) ([]store.KV, error)
+	LastKV(ctx context.Context, bucket, prefix string) (store.KV, bool, error)
 }
 
 // StoreLog is the durable transcript log in the supervisor's event store.
@@ -43,7 +55,6 @@ type convLog struct {
 	mu     sync.Mutex
 	loaded bool
 	last   int64 // last acknowledged cursor
-	native map[string]bool
 	// changed is closed and replaced after every append.
 	changed chan struct{}
 }
@@ -68,41 +79,97 @@ func (l *StoreLog) conv(uid string) *convLog {
 	}
 	c := l.convs[uid]
 	if c == nil {
-		c = &convLog{native: map[string]bool{}, changed: make(chan struct{})}
+		c = &convLog{changed: make(chan struct{})}
 		l.convs[uid] = c
 	}
 	return c
 }
 
-// load reads the committed entries of one conversation once per process:
-// the last cursor and the native ids already present. c.mu must be held.
+// load finds the conversation's last cursor once per process and completes its native id index. c.mu must be
+// held.
 func (l *StoreLog) load(ctx context.Context, uid string, c *convLog) error {
 	if c.loaded {
 		return nil
 	}
-	from := ""
-	for {
-		kvs, err := l.Store.ScanKV(ctx, bucket, uid+"/", from, 1000)
+	last, found, err := l.Store.LastKV(ctx, bucket, uid+"/")
+	if err != nil {
+		return fmt.Errorf("transcript %s: %w", uid, err)
+	}
+	if found {
+		e, err := DecodeEntry(last.Value)
 		if err != nil {
-			return fmt.Errorf("transcript %s: %w", uid, err)
+			return fmt.Errorf("transcript %s: entry %s: %w", uid, last.Key, err)
 		}
-		for _, kv := range kvs {
-			e, err := DecodeEntry(kv.Value)
-			if err != nil {
-				return fmt.Errorf("transcript %s: entry %s: %w", uid, kv.Key, err)
-			}
-			c.last = e.Cursor
-			if e.NativeID != "" {
-				c.native[e.NativeID] = true
-			}
-		}
-		if len(kvs) < 1000 {
-			break
-		}
-		from = key(uid, c.last+1)
+		c.last = e.Cursor
+	}
+	if err := l.indexNative(ctx, uid, c.last); err != nil {
+		return err
 	}
 	c.loaded = true
 	return nil
+}
+
+// indexNative adds the native ids of the entries after the index's mark, up to cursor last, to the index.
+func (l *StoreLog) indexNative(ctx context.Context, uid string, last int64) error {
+	var mark int64
+	switch v, err := l.Store.GetKV(ctx, NativeBucket, uid); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("transcript %s: %w", uid, err)
+	default:
+		if mark, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+			return fmt.Errorf("transcript %s: native index mark %q: %w", uid, v, err)
+		}
+	}
+	for mark < last {
+		entries, err := l.read(ctx, uid, mark+1, last, 1000)
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		var puts []store.KVPut
+		for _, e := range entries {
+			if e.NativeID != "" {
+				puts = append(puts, nativePut(uid, e))
+			}
+			mark = e.Cursor
+		}
+		if err := l.Store.PutKVs(ctx, append(puts, markPut(uid, mark))...); err != nil {
+			return fmt.Errorf("transcript %s: %w", uid, err)
+		}
+	}
+	return nil
+}
+
+func nativePut(uid string, e transcriptwire.Entry) store.KVPut {
+	return store.KVPut{Bucket: NativeBucket, Key: uid + "/" + e.NativeID, Value: strconv.AppendInt(nil, e.Cursor, 10)}
+}
+
+func markPut(uid string, cursor int64) store.KVPut {
+	return store.KVPut{Bucket: NativeBucket, Key: uid, Value: strconv.AppendInt(nil, cursor, 10)}
+}
+
+// HasNative reports whether conversation uid has committed an entry with the CLI's entry id native.
+func (l *StoreLog) HasNative(ctx context.Context, uid, native string) (bool, error) {
+	c := l.conv(uid)
+	c.mu.Lock()
+	err := l.load(ctx, uid, c)
+	c.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return l.hasNative(ctx, uid, native)
+}
+
+func (l *StoreLog) hasNative(ctx context.Context, uid, native string) (bool, error) {
+	key := uid + "/" + native
+	kvs, err := l.Store.ScanKV(ctx, NativeBucket, key, "", 1)
+	if err != nil {
+		return false, fmt.Errorf("transcript %s: %w", uid, err)
+	}
+	return len(kvs) == 1 && kvs[0].Key == key, nil
 }
 
 // Append commits entries in order, assigning cursors; entries whose NativeID
@@ -131,21 +198,28 @@ func (l *StoreLog) append(ctx context.Context, uid string, entries []transcriptw
 		}
 	}()
 	for _, e := range entries {
-		if e.NativeID != "" && c.native[e.NativeID] {
-			continue
+		if e.NativeID != "" {
+			dup, err := l.hasNative(ctx, uid, e.NativeID)
+			if err != nil {
+				return out, err
+			}
+			if dup {
+				continue
+			}
 		}
 		e.Cursor = c.last + 1
 		val, err := json.Marshal(e)
 		if err != nil {
 			return out, err
 		}
-		if err := l.Store.PutKV(ctx, bucket, key(uid, e.Cursor), val); err != nil {
+		puts := []store.KVPut{{Bucket: bucket, Key: key(uid, e.Cursor), Value: val}}
+		if e.NativeID != "" {
+			puts = append(puts, nativePut(uid, e))
+		}
+		if err := l.Store.PutKVs(ctx, append(puts, markPut(uid, e.Cursor))...); err != nil {
 			return out, fmt.Errorf("transcript %s: %w", uid, err)
 		}
 		c.last = e.Cursor
-		if e.NativeID != "" {
-			c.native[e.NativeID] = true
-		}
 		out = append(out, e)
 	}
 	return out, nil

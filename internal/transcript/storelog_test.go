@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -106,5 +107,59 @@ func TestStoreLogReportsCommittedEntries(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[1 2 3]" {
 		t.Fatalf("committed cursors %v, want [1 2 3]", got)
+	}
+}
+
+// TestStoreLogIndexesEntriesCommittedBeforeTheIndex checks that a transcript written before the native id index
+// existed (entries only, as the log used to write them) is indexed at its first load: an entry the guest sends again
+// is recognised, and the index's mark makes the next load skip the work.
+func TestStoreLogIndexesEntriesCommittedBeforeTheIndex(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	const n = 2500 // more than one indexing batch
+	for i := range n {
+		e := transcriptwire.Entry{Cursor: int64(i + 1), Speaker: transcriptwire.SpeakerAgent, Text: fmt.Sprint("old ", i), NativeID: fmt.Sprint("n", i)}
+		if i%7 == 0 {
+			e.NativeID = "" // entries without a native id (platform deliveries) have no index key
+		}
+		val, _ := json.Marshal(e)
+		if err := st.PutKV(ctx, Bucket, Key("c1", e.Cursor), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := &StoreLog{Store: st}
+	for _, id := range []string{"n1", "n2498", "n2400"} {
+		if seen, err := log.HasNative(ctx, "c1", id); err != nil || !seen {
+			t.Fatalf("HasNative(%s) = %v, %v; want true", id, seen, err)
+		}
+	}
+	if seen, _ := log.HasNative(ctx, "c1", "n0"); seen { // cursor 1 had no native id
+		t.Fatal("an entry without a native id was indexed under one")
+	}
+	if seen, _ := log.HasNative(ctx, "c1", "n"); seen { // a prefix of indexed ids is not one of them
+		t.Fatal("a prefix of an indexed id counts as indexed")
+	}
+	got, err := log.Append(ctx, "c1", []transcriptwire.Entry{
+		{Speaker: transcriptwire.SpeakerAgent, Text: "old 5", NativeID: "n5"},
+		{Speaker: transcriptwire.SpeakerAgent, Text: "new", NativeID: "m1"},
+	})
+	if err != nil || len(got) != 1 || got[0].Cursor != n+1 {
+		t.Fatalf("append after indexing: %+v %v; want only the new entry at cursor %d", got, err, n+1)
+	}
+	mark, err := st.GetKV(ctx, NativeBucket, "c1")
+	if err != nil || string(mark) != fmt.Sprint(n+1) {
+		t.Fatalf("index mark %q %v, want %d", mark, err, n+1)
+	}
+	// A new log (a restarted supervisor) finds the index complete and the last cursor.
+	log = &StoreLog{Store: st}
+	if last, err := log.Last(ctx, "c1"); err != nil || last != n+1 {
+		t.Fatalf("Last after restart = %d %v", last, err)
+	}
+	if seen, _ := log.HasNative(ctx, "c1", "m1"); !seen {
+		t.Fatal("an id appended after indexing is not found after a restart")
 	}
 }
