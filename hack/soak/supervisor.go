@@ -256,31 +256,24 @@ func (s *supervisor) sample(ctx context.Context) (usage, error) {
 	if err != nil {
 		return usage{}, err
 	}
-	found = 0
+	goroutines := false
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
 		if !ok {
 			continue
 		}
-		var dst *float64
 		switch name {
 		case "go_goroutines":
-			dst = &u.Goroutines
+			if u.Goroutines, err = strconv.ParseFloat(strings.TrimSpace(value), 64); err != nil {
+				return usage{}, fmt.Errorf("metric %s: %w", name, err)
+			}
+			goroutines = true
 		case "go_memstats_heap_inuse_bytes":
 			u.HeapInuseBytes, _ = strconv.ParseFloat(strings.TrimSpace(value), 64)
-			continue
-		default:
-			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return usage{}, fmt.Errorf("metric %s: %w", name, err)
-		}
-		*dst = v
-		found++
 	}
-	if found != 1 {
+	if !goroutines {
 		return usage{}, errors.New("metrics lack go_goroutines")
 	}
 	return u, nil
