@@ -230,27 +230,8 @@ func (s *supervisor) sample(ctx context.Context) (usage, error) {
 		return usage{}, err
 	}
 	var u usage
-	found := 0
-	for line := range strings.Lines(string(status)) {
-		name, value, _ := strings.Cut(line, ":")
-		var dst *float64
-		switch name {
-		case "RssAnon":
-			dst = &u.RSSBytes
-		case "RssFile":
-			dst = &u.RSSFileBytes
-		default:
-			continue
-		}
-		kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 64)
-		if err != nil {
-			return usage{}, fmt.Errorf("/proc/%d/status %s: %w", pid, name, err)
-		}
-		*dst = kb * 1024
-		found++
-	}
-	if found != 2 {
-		return usage{}, fmt.Errorf("/proc/%d/status lacks RssAnon or RssFile", pid)
+	if u.RSSBytes, u.RSSFileBytes, err = residentMemory(string(status)); err != nil {
+		return usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
 	data, err := s.c.DoRaw(ctx, "GET", "/metrics", "", nil)
 	if err != nil {
@@ -277,6 +258,33 @@ func (s *supervisor) sample(ctx context.Context) (usage, error) {
 		return usage{}, errors.New("metrics lack go_goroutines")
 	}
 	return u, nil
+}
+
+// residentMemory returns the anonymous and the file-backed resident bytes of a /proc/PID/status text.
+func residentMemory(status string) (anon, file float64, err error) {
+	found := 0
+	for line := range strings.Lines(status) {
+		name, value, _ := strings.Cut(line, ":")
+		var dst *float64
+		switch name {
+		case "RssAnon":
+			dst = &anon
+		case "RssFile":
+			dst = &file
+		default:
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", name, err)
+		}
+		*dst = kb * 1024
+		found++
+	}
+	if found != 2 {
+		return 0, 0, errors.New("no RssAnon or RssFile line")
+	}
+	return anon, file, nil
 }
 
 // settledSample is the smallest of n one-second samples (the runtime returns freed memory to the OS gradually;
