@@ -71,6 +71,8 @@ func newRootCommand() *cobra.Command {
 		"recent store events kept in memory to serve watches without reading the store (0: the default, 4096)")
 	f.IntVar(&cfg.MemTableMiB, "memtable-mib", 0,
 		"size of the store's memtable in MiB, memory outside the Go heap filled by writes until a flush (0: 64)")
+	f.IntVar(&cfg.CacheMiB, "cache-mib", 0,
+		"size of the store's block cache in MiB, memory outside the Go heap filled by reads of flushed tables (0: 8)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	root.AddCommand(newTokenCommand(), newSecretCommand(), newCapKeyCommand())

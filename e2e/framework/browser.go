@@ -39,7 +39,7 @@ type Viewport struct {
 	Mobile        bool
 }
 
-// Viewports the consoles must work at (issue 18): a laptop window and a phone.
+// Viewports the consoles must work at: a laptop window and a phone.
 var (
 	Desktop = Viewport{Width: 1280, Height: 800}
 	Phone   = Viewport{Width: 390, Height: 844, Mobile: true}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# monitor-bench.sh — issue 17's targets, each with its same-run baseline: keyword matching with 1,000 keywords vs
+# monitor-bench.sh — the monitors' targets, each with its same-run baseline: keyword matching with 1,000 keywords vs
 # bytes.Contains of one; the watch loop's own wake latency (in-process); keyword entry → trigger entry committed to
 # the monitor conversation over Docker with the fake harness (steady and cold) vs the human send carrying the
 # keyword; CPU added by 100 attachments over 50 conversations at ~1 MB/min vs the same supervisor without them.

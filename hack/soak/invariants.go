@@ -552,9 +552,9 @@ func covered(spans []span, cursor int64) bool {
 
 // leak: the supervisor's RSS and goroutines are back within 10 % of the baseline.
 func leak(base, final usage) *check {
-	c := &check{name: "supervisor RSS and goroutines within 10% of the baseline", checked: 2}
+	c := &check{name: "supervisor anonymous RSS and goroutines within 10% of the baseline", checked: 2}
 	if final.RSSBytes > 1.10*base.RSSBytes {
-		c.fail("RSS %.1f MiB, baseline %.1f MiB (+%.0f%%)", final.RSSBytes/(1<<20), base.RSSBytes/(1<<20), 100*(final.RSSBytes/base.RSSBytes-1))
+		c.fail("anonymous RSS %.1f MiB, baseline %.1f MiB (+%.0f%%)", final.RSSBytes/(1<<20), base.RSSBytes/(1<<20), 100*(final.RSSBytes/base.RSSBytes-1))
 	}
 	if final.Goroutines > 1.10*base.Goroutines {
 		c.fail("%.0f goroutines, baseline %.0f (+%.0f%%)", final.Goroutines, base.Goroutines, 100*(final.Goroutines/base.Goroutines-1))

@@ -42,11 +42,11 @@ import (
 
 // options are the command line.
 type options struct {
-	duration, period, faultEvery time.Duration
-	agents, watchCache, memtable int
-	binDir, workDir              string
-	dockerdRestart               bool
-	ensureDocker                 string
+	duration, period, faultEvery        time.Duration
+	agents, watchCache, memtable, cache int
+	binDir, workDir                     string
+	dockerdRestart                      bool
+	ensureDocker                        string
 	// supervisorKillsUntil is the fraction of the run after which the supervisor is no longer killed; the RSS and
 	// goroutine baseline is taken then, so the leak check covers the rest of the run's load and faults.
 	supervisorKillsUntil float64
@@ -58,6 +58,7 @@ func main() {
 	flag.IntVar(&o.agents, "agents", 20, "worker agents (each with one conversation)")
 	flag.IntVar(&o.watchCache, "watch-cache", 256, "the supervisor's --watch-cache (the leak check waits until it has cycled)")
 	flag.IntVar(&o.memtable, "memtable-mib", 1, "the supervisor's --memtable-mib (the leak check waits for flushes)")
+	flag.IntVar(&o.cache, "cache-mib", 1, "the supervisor's --cache-mib (small, so that reads fill it before the baseline)")
 	flag.DurationVar(&o.period, "period", time.Second, "mean pause between one worker's operations")
 	flag.DurationVar(&o.faultEvery, "fault-every", 8*time.Second, "mean pause between faults")
 	flag.StringVar(&o.binDir, "bin", "", "directory with aicli-supervisor, aicli-guest, aicli-fake-cli and aicli-tool")
@@ -92,7 +93,7 @@ func run(ctx context.Context, o options, out io.Writer) int {
 		return 2
 	}
 	defer docker.Close()
-	sup, err := newSupervisor(filepath.Join(o.binDir, "aicli-supervisor"), o.workDir, o.watchCache, o.memtable)
+	sup, err := newSupervisor(filepath.Join(o.binDir, "aicli-supervisor"), o.workDir, o.watchCache, o.memtable, o.cache)
 	if err != nil {
 		log.Error("supervisor client", "err", err)
 		return 2
@@ -249,10 +250,10 @@ func soak(ctx context.Context, o options, sup *supervisor, docker *dockerclient.
 }
 
 // warmUp runs load and container faults until the supervisor, started for the last time, holds its steady-state
-// memory, then takes the baseline. Two bounded consumers grow first: its in-memory cache of recent store events
-// (with their objects, about 7 KB each here; trimmed from twice its size back to its size) and pebble's memtables
+// memory, then takes the baseline. Three bounded consumers grow first: its in-memory cache of recent store events
+// (with their objects, about 7 KB each here; trimmed from twice its size back to its size), pebble's memtables
 // (outside the Go heap, in RSS: filled by writes, freed at a flush, each one twice the size of the one before up to
-// the memtable size). So the warm-up lasts until the process has written twice its --watch-cache events and flushed
+// the memtable size) and pebble's block cache (outside the Go heap, filled by reads of flushed tables; 1 MiB here). So the warm-up lasts until the process has written twice its --watch-cache events and flushed
 // its memtable about four times (supervisor.flushesSinceStart), with small sizes for both (a minute or two, not the
 // hours the defaults would take at this load). Then it pauses the load, settles the fleet and takes the baseline:
 // goroutines settled, RSS the highest of the settled samples and of those taken every 2 s after the conditions held,
@@ -302,8 +303,8 @@ func warmUp(ctx context.Context, sup *supervisor, f *fleet, ld *load, ch *chaos,
 	}
 	settledRSS := base.RSSBytes
 	base.RSSBytes = max(base.RSSBytes, peak)
-	log.Info("baseline taken; phase 2: guest and container faults only", "rssMiB", base.RSSBytes/(1<<20),
-		"settledRSSMiB", settledRSS/(1<<20), "heapInuseMiB", base.HeapInuseBytes/(1<<20), "goroutines", base.Goroutines)
+	log.Info("baseline taken; phase 2: guest and container faults only", "anonRSSMiB", base.RSSBytes/(1<<20),
+		"settledAnonRSSMiB", settledRSS/(1<<20), "fileRSSMiB", base.RSSFileBytes/(1<<20), "heapInuseMiB", base.HeapInuseBytes/(1<<20), "goroutines", base.Goroutines)
 	return base, nil
 }
 
@@ -432,9 +433,10 @@ func (r *result) print(w io.Writer) {
 			fmt.Fprintf(w, "         - %s\n", v)
 		}
 	}
-	fmt.Fprintf(w, "supervisor: baseline RSS %.1f MiB (heap in use %.1f MiB), %.0f goroutines; final RSS %.1f MiB (heap in use %.1f MiB), %.0f goroutines\n",
-		r.baseline.RSSBytes/(1<<20), r.baseline.HeapInuseBytes/(1<<20), r.baseline.Goroutines,
-		r.final.RSSBytes/(1<<20), r.final.HeapInuseBytes/(1<<20), r.final.Goroutines)
+	fmt.Fprintf(w, "supervisor: baseline anonymous RSS %.1f MiB (heap in use %.1f MiB; file-backed RSS %.1f MiB), %.0f goroutines; "+
+		"final anonymous RSS %.1f MiB (heap in use %.1f MiB; file-backed RSS %.1f MiB), %.0f goroutines\n",
+		r.baseline.RSSBytes/(1<<20), r.baseline.HeapInuseBytes/(1<<20), r.baseline.RSSFileBytes/(1<<20), r.baseline.Goroutines,
+		r.final.RSSBytes/(1<<20), r.final.HeapInuseBytes/(1<<20), r.final.RSSFileBytes/(1<<20), r.final.Goroutines)
 	for _, line := range r.info {
 		fmt.Fprintln(w, line)
 	}

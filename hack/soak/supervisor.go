@@ -23,9 +23,10 @@ import (
 // restarts. The soak is its parent and the only one that ends it (by PID).
 type supervisor struct {
 	bin, dataDir, logPath string
-	// watchCache and memtableMiB are the supervisor's --watch-cache (its in-memory cache of recent store events)
-	// and --memtable-mib (pebble's memtable, outside the Go heap, filled by writes until a flush).
-	watchCache, memtableMiB int
+	// watchCache, memtableMiB and cacheMiB are the supervisor's --watch-cache (its in-memory cache of recent store
+	// events), --memtable-mib (pebble's memtable, outside the Go heap, filled by writes until a flush) and
+	// --cache-mib (pebble's block cache, outside the Go heap, filled by reads of flushed tables).
+	watchCache, memtableMiB, cacheMiB int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -40,9 +41,9 @@ type supervisor struct {
 	c         *client.Client
 }
 
-func newSupervisor(bin, workDir string, watchCache, memtableMiB int) (*supervisor, error) {
+func newSupervisor(bin, workDir string, watchCache, memtableMiB, cacheMiB int) (*supervisor, error) {
 	s := &supervisor{bin: bin, dataDir: filepath.Join(workDir, "data"), logPath: filepath.Join(workDir, "supervisor.log"),
-		watchCache: watchCache, memtableMiB: memtableMiB}
+		watchCache: watchCache, memtableMiB: memtableMiB, cacheMiB: cacheMiB}
 	c, err := client.New(client.Config{Server: "unix://" + layout.Dir(s.dataDir).Socket(), Timeout: 20 * time.Second})
 	if err != nil {
 		return nil, err
@@ -58,7 +59,8 @@ func (s *supervisor) start(ctx context.Context) error {
 		return err
 	}
 	cmd := exec.Command(s.bin, "--data-dir", s.dataDir, "--log-format", "text", "--offline-pricing",
-		"--watch-cache", strconv.Itoa(s.watchCache), "--memtable-mib", strconv.Itoa(s.memtableMiB))
+		"--watch-cache", strconv.Itoa(s.watchCache), "--memtable-mib", strconv.Itoa(s.memtableMiB),
+		"--cache-mib", strconv.Itoa(s.cacheMiB))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -204,51 +206,85 @@ func (s *supervisor) stop() {
 	}
 }
 
-// usage is what the leak check compares: the process's resident memory and goroutines.
+// usage is what the leak check compares: the process's own resident memory (anonymous pages: the Go heap, stacks,
+// pebble's memtables and block cache) and goroutines. Its file-backed resident pages (the binary's code as it
+// runs, and the history and recall indexes' mapped segment files, which grow with the data) are the kernel's page
+// cache, reclaimable at any time; they are reported beside, as is the whole RSS.
 type usage struct {
-	RSSBytes   float64
-	Goroutines float64
+	RSSBytes     float64 // resident, anonymous (RssAnon)
+	RSSFileBytes float64 // resident, file-backed (RssFile)
+	Goroutines   float64
 	// HeapInuseBytes is reported beside them: it tells a grown live heap from memory not yet returned to the OS.
 	HeapInuseBytes float64
 }
 
-// sample reads the supervisor's own metrics endpoint (process_resident_memory_bytes, go_goroutines).
+// sample reads the supervisor's resident memory from /proc/PID/status and its goroutines and heap from its own
+// metrics endpoint.
 func (s *supervisor) sample(ctx context.Context) (usage, error) {
-	data, err := s.c.DoRaw(ctx, "GET", "/metrics", "", nil)
+	pid := s.pid()
+	if pid == 0 {
+		return usage{}, errors.New("the supervisor is not running")
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return usage{}, err
 	}
 	var u usage
-	var found int
+	if u.RSSBytes, u.RSSFileBytes, err = residentMemory(string(status)); err != nil {
+		return usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	data, err := s.c.DoRaw(ctx, "GET", "/metrics", "", nil)
+	if err != nil {
+		return usage{}, err
+	}
+	goroutines := false
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
 		if !ok {
 			continue
 		}
-		var dst *float64
 		switch name {
-		case "process_resident_memory_bytes":
-			dst = &u.RSSBytes
 		case "go_goroutines":
-			dst = &u.Goroutines
+			if u.Goroutines, err = strconv.ParseFloat(strings.TrimSpace(value), 64); err != nil {
+				return usage{}, fmt.Errorf("metric %s: %w", name, err)
+			}
+			goroutines = true
 		case "go_memstats_heap_inuse_bytes":
 			u.HeapInuseBytes, _ = strconv.ParseFloat(strings.TrimSpace(value), 64)
-			continue
+		}
+	}
+	if !goroutines {
+		return usage{}, errors.New("metrics lack go_goroutines")
+	}
+	return u, nil
+}
+
+// residentMemory returns the anonymous and the file-backed resident bytes of a /proc/PID/status text.
+func residentMemory(status string) (anon, file float64, err error) {
+	found := 0
+	for line := range strings.Lines(status) {
+		name, value, _ := strings.Cut(line, ":")
+		var dst *float64
+		switch name {
+		case "RssAnon":
+			dst = &anon
+		case "RssFile":
+			dst = &file
 		default:
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 64)
 		if err != nil {
-			return usage{}, fmt.Errorf("metric %s: %w", name, err)
+			return 0, 0, fmt.Errorf("%s: %w", name, err)
 		}
-		*dst = v
+		*dst = kb * 1024
 		found++
 	}
 	if found != 2 {
-		return usage{}, errors.New("metrics lack process_resident_memory_bytes or go_goroutines")
+		return 0, 0, errors.New("no RssAnon or RssFile line")
 	}
-	return u, nil
+	return anon, file, nil
 }
 
 // settledSample is the smallest of n one-second samples (the runtime returns freed memory to the OS gradually;
@@ -262,6 +298,9 @@ func (s *supervisor) settledSample(ctx context.Context, n int) (usage, error) {
 		}
 		if i == 0 || u.RSSBytes < best.RSSBytes {
 			best.RSSBytes = u.RSSBytes
+		}
+		if i == 0 || u.RSSFileBytes < best.RSSFileBytes {
+			best.RSSFileBytes = u.RSSFileBytes
 		}
 		if i == 0 || u.Goroutines < best.Goroutines {
 			best.Goroutines = u.Goroutines

@@ -77,6 +77,9 @@ type Options struct {
 	WatchCache int
 	// MemTableSize overrides pebble's memtable size (bytes); 0 keeps 64 MiB.
 	MemTableSize uint64
+	// CacheSize overrides the size of pebble's block cache (bytes, memory outside the Go heap filled by reads of
+	// flushed tables); 0 keeps pebble's 8 MiB.
+	CacheSize int64
 }
 
 func (o *Options) defaults() {
@@ -200,11 +203,17 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("store: lock data dir %s: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	popts := &pebble.Options{
 		Lock:         lock,
 		MemTableSize: opts.MemTableSize,
 		Logger:       pebbleLogger{opts.Logger},
-	})
+	}
+	if opts.CacheSize > 0 {
+		c := pebble.NewCache(opts.CacheSize)
+		defer c.Unref() // the DB holds its own reference
+		popts.Cache = c
+	}
+	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		_ = lock.Close()
 		return nil, fmt.Errorf("store: open pebble in %s: %w", dir, err)

@@ -26,7 +26,7 @@ import (
 	"aicli.dev/aicli/internal/transcript/transcriptwire"
 )
 
-// Shape of BenchmarkMonitorCPU (issue 17: "100 attachments over 50 live
+// Shape of BenchmarkMonitorCPU (the target: "100 attachments over 50 live
 // conversations add < 5% supervisor CPU at a 1 MB/min transcript rate").
 const (
 	cpuBenchTargets     = 50 // target agents, one conversation each

@@ -83,6 +83,8 @@ type Config struct {
 	WatchCache int
 	// MemTableMiB is the size of the store's pebble memtable in MiB (0: the store's default, 64).
 	MemTableMiB int
+	// CacheMiB is the size of the store's pebble block cache in MiB (0: pebble's default, 8).
+	CacheMiB int
 
 	// skipNameValidation lets tests run several supervisors in one process.
 	skipNameValidation bool
@@ -128,7 +130,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	st, err := store.Open(dir.Store(), store.Options{Logger: log, WatchCache: cfg.WatchCache,
-		MemTableSize: uint64(max(cfg.MemTableMiB, 0)) << 20})
+		MemTableSize: uint64(max(cfg.MemTableMiB, 0)) << 20, CacheSize: int64(max(cfg.CacheMiB, 0)) << 20})
 	if err != nil {
 		return err
 	}
