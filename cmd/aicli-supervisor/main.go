@@ -102,9 +102,26 @@ func newLogger(format, level string) (*slog.Logger, error) {
 	return log, nil
 }
 
+// tokenFile is the token commands' --data-dir and --tokens-file.
+type tokenFile struct{ dataDir, file string }
+
+func (t *tokenFile) addFlags(c *cobra.Command) {
+	c.Flags().StringVar(&t.dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
+	c.Flags().StringVar(&t.file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+}
+
+// path is the token file: --tokens-file, else the data dir's.
+func (t *tokenFile) path() string {
+	if t.file != "" {
+		return t.file
+	}
+	return layout.Dir(t.dataDir).Tokens()
+}
+
 func newTokenCommand() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage bearer tokens of the TCP API"}
-	var dataDir, file, name, role string
+	var tf tokenFile
+	var name, role string
 	var namespaces, monitors []string
 	create := &cobra.Command{
 		Use:   "create",
@@ -116,9 +133,7 @@ func newTokenCommand() *cobra.Command {
 			"NamespacePolicies included, like the unix socket's owner.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				file = layout.Dir(dataDir).Tokens()
-			}
+			file := tf.path()
 			raw, err := supervisor.CreateToken(file, apiserver.Token{Name: name, Namespaces: namespaces, Role: role, Monitors: monitors})
 			if err != nil {
 				return err
@@ -128,8 +143,7 @@ func newTokenCommand() *cobra.Command {
 			return nil
 		},
 	}
-	create.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
-	create.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+	tf.addFlags(create)
 	create.Flags().StringVar(&name, "name", "", "who holds the token")
 	create.Flags().StringSliceVar(&namespaces, "namespace", nil, "namespace the token may touch (repeatable; \"*\" for all)")
 	create.Flags().StringVar(&role, "role", string(apiserver.RoleEdit), "view, edit, admin, or cluster-admin (with --namespace '*')")
@@ -140,22 +154,19 @@ func newTokenCommand() *cobra.Command {
 }
 
 func newTokenListCommand() *cobra.Command {
-	var dataDir, file string
+	var tf tokenFile
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the tokens: name, role, namespaces and monitors (never a token or its hash)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				file = layout.Dir(dataDir).Tokens()
-			}
-			tf, err := apiserver.LoadTokens(file)
+			loaded, err := apiserver.LoadTokens(tf.path())
 			if err != nil {
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tROLE\tNAMESPACES\tMONITORS")
-			for _, t := range tf.Tokens {
+			for _, t := range loaded.Tokens {
 				role, _ := apiserver.ParseRole(t.Role)
 				monitors := strings.Join(t.Monitors, ",")
 				if monitors == "" {
@@ -166,21 +177,18 @@ func newTokenListCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	list.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
-	list.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+	tf.addFlags(list)
 	return list
 }
 
 func newTokenDeleteCommand() *cobra.Command {
-	var dataDir, file string
+	var tf tokenFile
 	del := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Revoke a token: a running supervisor refuses it within a second",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if file == "" {
-				file = layout.Dir(dataDir).Tokens()
-			}
+			file := tf.path()
 			if err := supervisor.DeleteToken(file, args[0]); err != nil {
 				return err
 			}
@@ -188,8 +196,7 @@ func newTokenDeleteCommand() *cobra.Command {
 			return nil
 		},
 	}
-	del.Flags().StringVar(&dataDir, "data-dir", layout.DefaultDataDir(), "the supervisor's data dir")
-	del.Flags().StringVar(&file, "tokens-file", "", "token file (default <data-dir>/tokens.yaml)")
+	tf.addFlags(del)
 	return del
 }
 
