@@ -23,12 +23,7 @@ func kvMutation(op opKind, bucket, key string) *mutation {
 // PutKV stores val under bucket/key in the side table; it returns once the
 // value is synced to disk. The side table does not produce events.
 func (s *Store) PutKV(ctx context.Context, bucket, key string, val []byte) error {
-	if err := checkKV(bucket, key); err != nil {
-		return err
-	}
-	m := kvMutation(opPutKV, bucket, key)
-	m.val = append([]byte{}, val...)
-	return s.submit(ctx, m)
+	return s.PutKVs(ctx, KVPut{Bucket: bucket, Key: key, Value: val})
 }
 
 // KVPut is one value of PutKVs.

@@ -163,6 +163,8 @@ func (l *StoreLog) HasNative(ctx context.Context, uid, native string) (bool, err
 	return l.hasNative(ctx, uid, native)
 }
 
+// hasNative looks the id up with a one-key scan, a read of pebble, rather than GetKV, which queues behind the
+// store's writer (this runs for every entry the pump sees).
 func (l *StoreLog) hasNative(ctx context.Context, uid, native string) (bool, error) {
 	key := uid + "/" + native
 	kvs, err := l.Store.ScanKV(ctx, NativeBucket, key, "", 1)
